@@ -1,0 +1,488 @@
+package registry
+
+import (
+	"errors"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Outcome classifies a finished call for the breaker.
+type Outcome uint8
+
+const (
+	// Success: the dependency answered. Business errors ("no result",
+	// "not found" answers) are successes of the dependency.
+	Success Outcome = iota
+	// Failure: the dependency failed (transport error, timeout at a deadline
+	// we set, 5xx, 429). Failures count toward tripping.
+	Failure
+	// Excluded: neither (caller cancellation, argument validation, a call that
+	// was abandoned). It frees a half-open probe slot without deciding.
+	Excluded
+)
+
+// String returns "success", "failure" or "excluded".
+func (o Outcome) String() string {
+	switch o {
+	case Success:
+		return "success"
+	case Failure:
+		return "failure"
+	case Excluded:
+		return "excluded"
+	default:
+		return "outcome(?)"
+	}
+}
+
+// Sentinel errors handed to gobreaker's done; never seen by users.
+var (
+	errFailure  = errors.New("registry: failure")
+	errExcluded = errors.New("registry: excluded")
+)
+
+// gb is the gobreaker type underneath every Breaker.
+type gb = gobreaker.TwoStepCircuitBreaker[struct{}]
+
+// Breaker guards one dependency. It wraps a gobreaker TwoStepCircuitBreaker
+// and adds what gobreaker lacks: open holds with growth, jitter and a retry
+// hint floor; probe leases so half-open cannot wedge; idempotent reporting;
+// operator isolate and reset; ordered transition notifications delivered
+// outside any lock.
+//
+// A Breaker is safe for concurrent use. Obtain one from Registry.Get.
+type Breaker struct {
+	key Key
+	reg *Registry
+	pol Policy // resolved (WithDefaults); immutable
+
+	// state is the public state, read lock-free on the admitted fast path.
+	// Written only with mu held.
+	state atomic.Int32
+	// cb is the current gobreaker; replaced by Reset.
+	cb atomic.Pointer[gb]
+
+	// shortCircuits counts refusals; touched only on the refused path.
+	shortCircuits atomic.Uint64
+
+	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
+	// holding mu never calls into gobreaker.
+	mu         sync.Mutex
+	cbGen      uint64       // Guarded by mu: identifies the live gobreaker.
+	isolated   bool         // Guarded by mu.
+	openUntil  time.Time    // Guarded by mu: end of the open hold.
+	hintUntil  time.Time    // Guarded by mu: floor from retry hints.
+	reopens    int          // Guarded by mu: re-trips since the last close.
+	probes     []*ticketRec // Guarded by mu: outstanding half-open probes.
+	nextCause  Cause        // Guarded by mu: cause for the next callback transition.
+	lastChange time.Time    // Guarded by mu.
+	trips      uint64       // Guarded by mu: times opened.
+}
+
+func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
+	b := &Breaker{key: key, reg: r, pol: pol}
+	b.lastChange = r.clock.Now()
+	b.cb.Store(b.newGobreakerLocked())
+	return b
+}
+
+// newGobreakerLocked builds a gobreaker bound to a new generation. Caller
+// holds mu (or owns b exclusively).
+func (b *Breaker) newGobreakerLocked() *gb {
+	b.cbGen++
+	gen := b.cbGen
+	pol := &b.pol
+	return gobreaker.NewTwoStepCircuitBreaker[struct{}](gobreaker.Settings{
+		Name:         string(b.key),
+		MaxRequests:  uint32(pol.HalfOpenProbes),
+		Interval:     pol.Window,
+		BucketPeriod: pol.Window / windowBuckets,
+		// The hold is ours: gobreaker may go half-open at once, and Breaker
+		// admits a probe only when its own hold has expired.
+		Timeout: time.Nanosecond,
+		ReadyToTrip: func(c gobreaker.Counts) bool {
+			return pol.readyToTrip(c.ConsecutiveFailures, c.TotalSuccesses, c.TotalFailures)
+		},
+		IsSuccessful: func(err error) bool { return err == nil },
+		IsExcluded:   func(err error) bool { return err == errExcluded },
+		OnStateChange: func(_ string, from, to gobreaker.State) {
+			b.onGobreakerChange(gen, from, to)
+		},
+	})
+}
+
+// onGobreakerChange runs under gobreaker's mutex. It must not call into
+// gobreaker; it takes mu, updates the public state and enqueues the
+// transition.
+func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
+	now := b.reg.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if gen != b.cbGen || b.isolated {
+		return // a superseded gobreaker, or the operator owns the state
+	}
+	prev := State(b.state.Load())
+	switch to {
+	case gobreaker.StateOpen:
+		cause := CauseTrip
+		if from == gobreaker.StateHalfOpen {
+			b.reopens++
+			cause = CauseProbeFailed
+		} else {
+			b.reopens = 0
+		}
+		if b.nextCause != 0 {
+			cause, b.nextCause = b.nextCause, 0
+		}
+		hold := b.pol.hold(b.reopens)
+		if b.pol.OpenJitter > 0 {
+			hold += time.Duration(b.reg.rand() * b.pol.OpenJitter * float64(hold))
+		}
+		until := now.Add(hold)
+		if b.hintUntil.After(until) {
+			until = b.hintUntil
+		}
+		b.openUntil = until
+		b.probes = b.probes[:0]
+		b.trips++
+		b.setStateLocked(prev, StateOpen, cause, now, until.Sub(now))
+	case gobreaker.StateClosed:
+		b.reopens = 0
+		b.probes = b.probes[:0]
+		b.openUntil = time.Time{}
+		b.setStateLocked(prev, StateClosed, CauseProbeSucceeded, now, 0)
+	case gobreaker.StateHalfOpen:
+		// Public half-open is entered by admitSlow when the hold expires.
+	}
+}
+
+func (b *Breaker) setStateLocked(from, to State, cause Cause, now time.Time, retryAfter time.Duration) {
+	if from == to && cause != CauseTrip {
+		return
+	}
+	b.state.Store(int32(to))
+	b.lastChange = now
+	b.reg.notify(Transition{Key: b.key, From: from, To: to, Cause: cause, At: now, RetryAfter: retryAfter})
+}
+
+// Key returns the dependency key.
+func (b *Breaker) Key() Key { return b.key }
+
+// Policy returns the resolved policy (defaults filled in).
+func (b *Breaker) Policy() Policy { return b.pol }
+
+// Admit asks whether a call may proceed. When Decision.Allowed is true the
+// caller must report the returned Ticket exactly once (later reports are
+// ignored; an unreported probe is counted as failed at lease expiry). When
+// refused, the Decision says why and for how long; the refused path does not
+// allocate.
+func (b *Breaker) Admit() (Ticket, Decision) {
+	if State(b.state.Load()) == StateClosed {
+		cb := b.cb.Load()
+		if done, err := cb.Allow(); err == nil {
+			if State(b.state.Load()) == StateClosed {
+				return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			}
+			// Raced with a trip: gobreaker may have admitted us as an early
+			// probe. Release the slot without deciding.
+			done(errExcluded)
+		}
+	}
+	return b.admitSlow()
+}
+
+// Allow is Admit with the refusal as an error (*OpenError, matching ErrOpen).
+func (b *Breaker) Allow() (Ticket, error) {
+	t, d := b.Admit()
+	if !d.Allowed {
+		return Ticket{}, d.Err(b.key)
+	}
+	return t, nil
+}
+
+func (b *Breaker) admitSlow() (Ticket, Decision) {
+	for attempt := 0; ; attempt++ {
+		now := b.reg.clock.Now()
+		b.mu.Lock()
+		if b.isolated {
+			b.mu.Unlock()
+			return b.refuse(StateOpen, RefusedIsolated, b.pol.OpenFor)
+		}
+		st := State(b.state.Load())
+		switch st {
+		case StateClosed:
+			b.mu.Unlock()
+			if attempt > 2 {
+				// Pathological churn; refuse rather than spin.
+				return b.refuse(StateClosed, RefusedOpen, time.Second)
+			}
+			cb := b.cb.Load()
+			done, err := cb.Allow()
+			if err == nil {
+				if State(b.state.Load()) == StateClosed {
+					return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+				}
+				done(errExcluded)
+			}
+			continue
+		case StateOpen:
+			if wait := b.openUntil.Sub(now); wait > 0 {
+				b.mu.Unlock()
+				return b.refuse(StateOpen, RefusedOpen, wait)
+			}
+			// Hold expired: enter half-open before admitting, so the
+			// transition is ordered before the probe's own outcome.
+			b.setStateLocked(StateOpen, StateHalfOpen, CauseHoldExpired, now, 0)
+			b.mu.Unlock()
+		case StateHalfOpen:
+			expired := b.expiredProbesLocked(now)
+			b.mu.Unlock()
+			if len(expired) > 0 {
+				for _, r := range expired {
+					b.expire(r)
+				}
+				continue
+			}
+		}
+		return b.probe(now)
+	}
+}
+
+// probe tries to take a half-open slot from gobreaker.
+func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
+	cb := b.cb.Load()
+	done, err := cb.Allow()
+	switch {
+	case err == nil:
+		b.mu.Lock()
+		if State(b.state.Load()) != StateHalfOpen {
+			b.mu.Unlock()
+			// Closed meanwhile: an ordinary call.
+			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+		}
+		lease := now.Add(b.pol.ProbeLease)
+		t := b.ticket(done, true, lease)
+		b.probes = append(b.probes, t.r)
+		b.mu.Unlock()
+		return t, Decision{Allowed: true, State: StateHalfOpen}
+	case errors.Is(err, gobreaker.ErrTooManyRequests):
+		b.mu.Lock()
+		wait := b.pol.ProbeLease
+		for _, r := range b.probes {
+			if w := r.lease.Sub(now); w < wait {
+				wait = w
+			}
+		}
+		b.mu.Unlock()
+		return b.refuse(StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+	default: // ErrOpenState: only around a Reset
+		return b.refuse(StateOpen, RefusedOpen, b.pol.OpenFor)
+	}
+}
+
+func (b *Breaker) refuse(st State, why Refusal, wait time.Duration) (Ticket, Decision) {
+	b.shortCircuits.Add(1)
+	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait}
+}
+
+// expiredProbesLocked removes and returns probes whose lease has expired.
+func (b *Breaker) expiredProbesLocked(now time.Time) []*ticketRec {
+	var out []*ticketRec
+	kept := b.probes[:0]
+	for _, r := range b.probes {
+		if !now.Before(r.lease) {
+			out = append(out, r)
+		} else {
+			kept = append(kept, r)
+		}
+	}
+	clear(b.probes[len(kept):])
+	b.probes = kept
+	return out
+}
+
+// expire reports a probe whose lease ran out as a failure, unless its real
+// outcome won the race.
+func (b *Breaker) expire(r *ticketRec) {
+	if !r.seq.CompareAndSwap(r.issued, r.issued+1) {
+		return
+	}
+	done := r.done
+	r.done = nil
+	b.mu.Lock()
+	b.nextCause = CauseLeaseExpired
+	b.mu.Unlock()
+	done(errFailure)
+	b.mu.Lock()
+	b.nextCause = 0
+	b.mu.Unlock()
+}
+
+// ObserveRetryAfter records a server's retry hint (Retry-After, RetryInfo).
+// The hint becomes a floor for the open hold: the breaker stays open for at
+// least max(hint, configured hold) from now; a later, shorter hint never
+// shortens it. Hints are capped at Policy.MaxRetryHint.
+func (b *Breaker) ObserveRetryAfter(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	d = min(d, b.pol.MaxRetryHint)
+	now := b.reg.clock.Now()
+	until := now.Add(d)
+	b.mu.Lock()
+	if until.After(b.hintUntil) {
+		b.hintUntil = until
+	}
+	if State(b.state.Load()) == StateOpen && until.After(b.openUntil) {
+		b.openUntil = until
+	}
+	b.mu.Unlock()
+}
+
+// Isolate forces the dependency open until Reset, whatever its outcomes.
+func (b *Breaker) Isolate() {
+	now := b.reg.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.isolated {
+		return
+	}
+	prev := State(b.state.Load())
+	b.isolated = true
+	b.probes = b.probes[:0]
+	b.state.Store(int32(StateOpen))
+	b.lastChange = now
+	b.reg.notify(Transition{Key: b.key, From: prev, To: StateOpen, Cause: CauseIsolated, At: now})
+}
+
+// Reset returns the dependency to closed with fresh counts, ending any
+// isolation, hold, hint floor and outstanding probes. Outcomes of calls
+// admitted before the reset are ignored.
+func (b *Breaker) Reset() {
+	now := b.reg.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prev := State(b.state.Load())
+	b.isolated = false
+	b.openUntil, b.hintUntil = time.Time{}, time.Time{}
+	b.reopens = 0
+	b.probes = b.probes[:0]
+	b.cb.Store(b.newGobreakerLocked())
+	b.state.Store(int32(StateClosed))
+	b.lastChange = now
+	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseReset, At: now})
+}
+
+// State returns the public state. A breaker whose hold has expired reports
+// half-open: the next call is a probe. Reading the state also expires
+// overdue probe leases.
+func (b *Breaker) State() State {
+	st, _ := b.stateAndWait()
+	return st
+}
+
+// RetryAfter returns the time until the breaker next admits a probe: the
+// remaining open hold, or the busy probe's remaining lease; zero when calls
+// are admitted now.
+func (b *Breaker) RetryAfter() time.Duration {
+	_, w := b.stateAndWait()
+	return w
+}
+
+func (b *Breaker) stateAndWait() (State, time.Duration) {
+	now := b.reg.clock.Now()
+	b.mu.Lock()
+	if b.isolated {
+		b.mu.Unlock()
+		return StateOpen, b.pol.OpenFor
+	}
+	st := State(b.state.Load())
+	switch st {
+	case StateOpen:
+		w := b.openUntil.Sub(now)
+		b.mu.Unlock()
+		if w <= 0 {
+			return StateHalfOpen, 0
+		}
+		return StateOpen, w
+	case StateHalfOpen:
+		expired := b.expiredProbesLocked(now)
+		if len(expired) > 0 {
+			b.mu.Unlock()
+			for _, r := range expired {
+				b.expire(r)
+			}
+			return b.stateAndWait()
+		}
+		if len(b.probes) < b.pol.HalfOpenProbes {
+			b.mu.Unlock()
+			return StateHalfOpen, 0
+		}
+		w := b.pol.ProbeLease
+		for _, r := range b.probes {
+			w = min(w, r.lease.Sub(now))
+		}
+		b.mu.Unlock()
+		return StateHalfOpen, max(w, 0)
+	default:
+		b.mu.Unlock()
+		return StateClosed, 0
+	}
+}
+
+// Counts are a breaker's counters.
+type Counts struct {
+	// Requests, Successes, Failures, Exclusions and ConsecutiveFailures count
+	// the current state's generation (the rolling window while closed), as
+	// gobreaker keeps them.
+	Requests, Successes, Failures, Exclusions uint32
+	ConsecutiveFailures                       uint32
+	// ShortCircuits is the total number of refused calls since creation.
+	ShortCircuits uint64
+	// Trips is how many times the breaker opened since creation.
+	Trips uint64
+}
+
+// Counts returns the breaker's counters.
+func (b *Breaker) Counts() Counts {
+	c := b.cb.Load().Counts()
+	b.mu.Lock()
+	trips := b.trips
+	b.mu.Unlock()
+	return Counts{
+		Requests: c.Requests, Successes: c.TotalSuccesses, Failures: c.TotalFailures,
+		Exclusions: c.TotalExclusions, ConsecutiveFailures: c.ConsecutiveFailures,
+		ShortCircuits: b.shortCircuits.Load(), Trips: trips,
+	}
+}
+
+// Status is a point-in-time view of one dependency, for payloads and operators.
+type Status struct {
+	Key        Key
+	State      State
+	Isolated   bool
+	RetryAfter time.Duration
+	// Since is when the state last changed.
+	Since  time.Time
+	Counts Counts
+}
+
+// Status returns a snapshot of the breaker.
+func (b *Breaker) Status() Status {
+	st, w := b.stateAndWait()
+	c := b.Counts()
+	b.mu.Lock()
+	s := Status{Key: b.key, State: st, Isolated: b.isolated, RetryAfter: w, Since: b.lastChange, Counts: c}
+	b.mu.Unlock()
+	return s
+}
+
+// PendingProbes returns how many half-open probes are awaiting an outcome.
+func (b *Breaker) PendingProbes() int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return len(b.probes)
+}

@@ -1,0 +1,204 @@
+package registry
+
+import (
+	"errors"
+	"fmt"
+	"time"
+)
+
+// Policy configures one dependency's breaker. It is plain data: keep it in
+// tables or configuration files. A zero Policy consists entirely of defaults,
+// and every field documents its zero value.
+type Policy struct {
+	// ConsecutiveFailures opens the breaker after this many failures in a row.
+	// If 0, 5.
+	ConsecutiveFailures int `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
+
+	// FailureRate opens the breaker when the share of failures among counted
+	// calls in the rolling Window reaches it, once at least MinCalls calls
+	// were counted. If 0, 0.5. Must be in (0, 1].
+	FailureRate float64 `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
+	// MinCalls is the volume the failure rate needs before it can trip. If 0, 20.
+	MinCalls int `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
+	// Window is the rolling window over which the rate is computed, in ten
+	// buckets. If 0, 60s. Outcomes of calls that started more than one Window
+	// ago are not counted, so Window should be at least twice the longest call
+	// deadline of the dependency.
+	Window time.Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	// DisableFailureRate turns the failure-rate trip off; only consecutive
+	// failures trip.
+	DisableFailureRate bool `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
+
+	// SlowCall, if positive, counts a call that succeeded but took longer than
+	// SlowCall as a failure. If 0, latency is not judged (and the admitted path
+	// does not read the clock).
+	SlowCall time.Duration `json:"slow_call,omitempty" yaml:"slow_call,omitempty"`
+
+	// OpenFor is how long the breaker stays open after its first trip before a
+	// probe is admitted. If 0, 30s.
+	OpenFor time.Duration `json:"open_for,omitempty" yaml:"open_for,omitempty"`
+	// OpenBackoff multiplies the hold on every re-trip from half-open (a failed
+	// probe), up to MaxOpenFor; a successful close resets it. If 0, 2. 1 keeps
+	// the hold constant.
+	OpenBackoff float64 `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
+	// MaxOpenFor caps the grown hold. If 0, 5m.
+	MaxOpenFor time.Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
+	// OpenJitter adds a uniformly random extra of up to this fraction of the
+	// hold, so replicas that opened together do not probe together. The hold
+	// is never shortened. If 0, 0.1. See NoJitter.
+	OpenJitter float64 `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
+	// NoJitter disables OpenJitter (deterministic holds).
+	NoJitter bool `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
+
+	// HalfOpenProbes is how many probe calls half-open admits at once, and how
+	// many must succeed in a row to close. If 0, 1.
+	HalfOpenProbes int `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
+	// ProbeLease bounds how long a probe's outcome may take. A probe whose
+	// outcome has not arrived when the lease expires is counted as a failure,
+	// so half-open can never wedge. If 0, 60s. Set it above the dependency's
+	// longest call deadline.
+	ProbeLease time.Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
+
+	// MaxRetryHint caps a server's retry hint (Retry-After, RetryInfo) used as
+	// a floor for the open hold, so a hostile or broken hint cannot hold the
+	// dependency forever. If 0, 1h.
+	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+}
+
+// Default values of a zero Policy.
+const (
+	DefaultConsecutiveFailures = 5
+	DefaultFailureRate         = 0.5
+	DefaultMinCalls            = 20
+	DefaultWindow              = 60 * time.Second
+	DefaultOpenFor             = 30 * time.Second
+	DefaultOpenBackoff         = 2.0
+	DefaultMaxOpenFor          = 5 * time.Minute
+	DefaultOpenJitter          = 0.1
+	DefaultHalfOpenProbes      = 1
+	DefaultProbeLease          = 60 * time.Second
+	DefaultMaxRetryHint        = time.Hour
+)
+
+// windowBuckets is how many buckets the rolling window is split into.
+const windowBuckets = 10
+
+// WithDefaults returns p with every zero field replaced by its default.
+func (p Policy) WithDefaults() Policy {
+	if p.ConsecutiveFailures == 0 {
+		p.ConsecutiveFailures = DefaultConsecutiveFailures
+	}
+	if p.FailureRate == 0 {
+		p.FailureRate = DefaultFailureRate
+	}
+	if p.MinCalls == 0 {
+		p.MinCalls = DefaultMinCalls
+	}
+	if p.Window == 0 {
+		p.Window = DefaultWindow
+	}
+	if p.OpenFor == 0 {
+		p.OpenFor = DefaultOpenFor
+	}
+	if p.OpenBackoff == 0 {
+		p.OpenBackoff = DefaultOpenBackoff
+	}
+	if p.MaxOpenFor == 0 {
+		p.MaxOpenFor = max(DefaultMaxOpenFor, p.OpenFor)
+	}
+	if p.OpenJitter == 0 && !p.NoJitter {
+		p.OpenJitter = DefaultOpenJitter
+	}
+	if p.NoJitter {
+		p.OpenJitter = 0
+	}
+	if p.HalfOpenProbes == 0 {
+		p.HalfOpenProbes = DefaultHalfOpenProbes
+	}
+	if p.ProbeLease == 0 {
+		p.ProbeLease = DefaultProbeLease
+	}
+	if p.MaxRetryHint == 0 {
+		p.MaxRetryHint = DefaultMaxRetryHint
+	}
+	return p
+}
+
+// Validate reports every problem with p at once (joined with errors.Join), or
+// nil. Zero fields are valid: they mean "default".
+func (p Policy) Validate() error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if p.ConsecutiveFailures < 0 {
+		bad("consecutive_failures", "must be ≥ 0, got %d", p.ConsecutiveFailures)
+	}
+	if p.FailureRate < 0 || p.FailureRate > 1 || p.FailureRate != p.FailureRate {
+		bad("failure_rate", "must be in (0, 1], got %v", p.FailureRate)
+	}
+	if p.MinCalls < 0 {
+		bad("min_calls", "must be ≥ 0, got %d", p.MinCalls)
+	}
+	if p.Window < 0 {
+		bad("window", "must be ≥ 0, got %s", p.Window)
+	} else if p.Window > 0 && p.Window < windowBuckets*time.Millisecond {
+		bad("window", "must be at least %s, got %s", windowBuckets*time.Millisecond, p.Window)
+	}
+	if p.SlowCall < 0 {
+		bad("slow_call", "must be ≥ 0, got %s", p.SlowCall)
+	}
+	if p.OpenFor < 0 {
+		bad("open_for", "must be ≥ 0, got %s", p.OpenFor)
+	}
+	if p.OpenBackoff != 0 && (p.OpenBackoff < 1 || p.OpenBackoff > 100 || p.OpenBackoff != p.OpenBackoff) {
+		bad("open_backoff", "must be in [1, 100], got %v", p.OpenBackoff)
+	}
+	if p.MaxOpenFor < 0 {
+		bad("max_open_for", "must be ≥ 0, got %s", p.MaxOpenFor)
+	}
+	if p.MaxOpenFor > 0 && p.OpenFor > p.MaxOpenFor {
+		bad("max_open_for", "must be ≥ open_for (%s), got %s", p.OpenFor, p.MaxOpenFor)
+	}
+	if p.OpenJitter < 0 || p.OpenJitter > 1 || p.OpenJitter != p.OpenJitter {
+		bad("open_jitter", "must be in [0, 1], got %v", p.OpenJitter)
+	}
+	if p.HalfOpenProbes < 0 || p.HalfOpenProbes > 1000 {
+		bad("half_open_probes", "must be in [0, 1000], got %d", p.HalfOpenProbes)
+	}
+	if p.ProbeLease < 0 {
+		bad("probe_lease", "must be ≥ 0, got %s", p.ProbeLease)
+	}
+	if p.MaxRetryHint < 0 {
+		bad("max_retry_hint", "must be ≥ 0, got %s", p.MaxRetryHint)
+	}
+	if p.SlowCall > 0 && p.ProbeLease > 0 && p.ProbeLease < p.SlowCall {
+		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, p.ProbeLease)
+	}
+	return errors.Join(errs...)
+}
+
+// readyToTrip reports whether counts in the closed state should open.
+func (p *Policy) readyToTrip(consecutive, successes, failures uint32) bool {
+	if int(consecutive) >= p.ConsecutiveFailures {
+		return true
+	}
+	if p.DisableFailureRate {
+		return false
+	}
+	n := successes + failures
+	return int(n) >= p.MinCalls && n > 0 && float64(failures) >= p.FailureRate*float64(n)
+}
+
+// hold returns the open hold after reopens consecutive re-trips, before
+// jitter, capped at MaxOpenFor.
+func (p *Policy) hold(reopens int) time.Duration {
+	d := float64(p.OpenFor)
+	for i := 0; i < reopens && d < float64(p.MaxOpenFor); i++ {
+		d *= p.OpenBackoff
+	}
+	if d > float64(p.MaxOpenFor) {
+		d = float64(p.MaxOpenFor)
+	}
+	return time.Duration(d)
+}

@@ -1,0 +1,145 @@
+package registry
+
+import (
+	"fmt"
+	"time"
+)
+
+// State is the public state of a dependency's breaker.
+type State int32
+
+const (
+	// StateClosed admits every call and counts outcomes.
+	StateClosed State = iota
+	// StateHalfOpen admits a bounded number of probe calls; their outcome
+	// decides between closed and open.
+	StateHalfOpen
+	// StateOpen refuses calls until the open hold expires.
+	StateOpen
+)
+
+// String returns "closed", "half_open" or "open".
+func (s State) String() string {
+	switch s {
+	case StateClosed:
+		return "closed"
+	case StateHalfOpen:
+		return "half_open"
+	case StateOpen:
+		return "open"
+	default:
+		return fmt.Sprintf("state(%d)", int32(s))
+	}
+}
+
+// Refusal says why a call was not admitted.
+type Refusal uint8
+
+const (
+	// NotRefused is the zero value: the call was admitted.
+	NotRefused Refusal = iota
+	// RefusedOpen: the breaker is open and its hold has not expired.
+	RefusedOpen
+	// RefusedProbeBusy: the breaker is half-open and every probe slot is taken.
+	RefusedProbeBusy
+	// RefusedIsolated: an operator isolated the dependency.
+	RefusedIsolated
+)
+
+// String returns a stable snake_case name.
+func (r Refusal) String() string {
+	switch r {
+	case NotRefused:
+		return "admitted"
+	case RefusedOpen:
+		return "circuit_open"
+	case RefusedProbeBusy:
+		return "half_open_busy"
+	case RefusedIsolated:
+		return "isolated"
+	default:
+		return fmt.Sprintf("refusal(%d)", uint8(r))
+	}
+}
+
+// Decision is the result of Breaker.Admit. It is a value so that the refused
+// path does not allocate.
+type Decision struct {
+	// Allowed reports whether the call may proceed. When true, the Ticket
+	// returned with it must be reported exactly once (extra reports are ignored).
+	Allowed bool
+	// State is the breaker state the decision was taken in.
+	State State
+	// Reason is why the call was refused; NotRefused when Allowed.
+	Reason Refusal
+	// RetryAfter is the time until the breaker will next admit a probe, from
+	// the breaker's own record (open hold or the busy probe's lease). Zero
+	// when Allowed, or when a probe may be admitted right now.
+	RetryAfter time.Duration
+}
+
+// Err returns nil for an admitted call, or an *OpenError describing the refusal.
+// It allocates; callers on a hot path read the Decision fields instead.
+func (d Decision) Err(key Key) error {
+	if d.Allowed {
+		return nil
+	}
+	return &OpenError{Key: key, State: d.State, Reason: d.Reason, RetryAfter: d.RetryAfter}
+}
+
+// Cause says what moved a breaker.
+type Cause uint8
+
+const (
+	// CauseTrip: failures in the closed state reached the policy's threshold.
+	CauseTrip Cause = iota + 1
+	// CauseHoldExpired: the open hold ended and a probe is being admitted.
+	CauseHoldExpired
+	// CauseProbeSucceeded: enough probes succeeded to close the breaker.
+	CauseProbeSucceeded
+	// CauseProbeFailed: a probe failed and the breaker re-opened.
+	CauseProbeFailed
+	// CauseLeaseExpired: a probe's outcome never arrived within its lease; it
+	// counted as a failure and the breaker re-opened.
+	CauseLeaseExpired
+	// CauseIsolated: an operator isolated the dependency.
+	CauseIsolated
+	// CauseReset: an operator reset the dependency to closed.
+	CauseReset
+)
+
+// String returns a stable snake_case name.
+func (c Cause) String() string {
+	switch c {
+	case CauseTrip:
+		return "trip"
+	case CauseHoldExpired:
+		return "hold_expired"
+	case CauseProbeSucceeded:
+		return "probe_succeeded"
+	case CauseProbeFailed:
+		return "probe_failed"
+	case CauseLeaseExpired:
+		return "lease_expired"
+	case CauseIsolated:
+		return "isolated"
+	case CauseReset:
+		return "reset"
+	default:
+		return fmt.Sprintf("cause(%d)", uint8(c))
+	}
+}
+
+// Transition is one state change of one dependency, delivered to subscribers
+// in the order the changes happened.
+type Transition struct {
+	// Seq increases by one for every transition of the registry; a gap means
+	// the subscriber queue overflowed and transitions were dropped.
+	Seq      uint64
+	Key      Key
+	From, To State
+	Cause    Cause
+	At       time.Time
+	// RetryAfter is the open hold when To is StateOpen, else zero.
+	RetryAfter time.Duration
+}

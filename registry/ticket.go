@@ -1,0 +1,105 @@
+package registry
+
+import (
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ticket is an admitted call awaiting its outcome. It is a small value: copy
+// it freely. Reporting is idempotent: only the first Done of a ticket counts,
+// whichever copy it is called on, and a probe's lease expiry competes for the
+// same single report.
+type Ticket struct {
+	r   *ticketRec
+	seq uint64
+}
+
+// ticketRec is pooled for ordinary calls and allocated for probes. A ticket
+// is live while seq equals the ticket's seq; reporting moves seq on by one and
+// reuse moves it on again, so stale copies never match.
+type ticketRec struct {
+	seq   atomic.Uint64
+	b     *Breaker
+	done  func(error)
+	start time.Time // zero unless Policy.SlowCall is set
+	lease time.Time // probes only
+	probe bool
+	// issued is the seq this use was issued under (read by lease expiry).
+	issued uint64
+}
+
+var ticketPool = sync.Pool{New: func() any { return new(ticketRec) }}
+
+func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
+	var r *ticketRec
+	if probe {
+		r = new(ticketRec)
+	} else {
+		r = ticketPool.Get().(*ticketRec)
+	}
+	r.b, r.done, r.probe, r.lease = b, done, probe, lease
+	if b.pol.SlowCall > 0 {
+		r.start = b.reg.clock.Now()
+	} else {
+		r.start = time.Time{}
+	}
+	// Publish under a new sequence number so copies from a previous use of
+	// this record can never match.
+	seq := r.seq.Load() + 2
+	r.issued = seq
+	r.seq.Store(seq)
+	return Ticket{r: r, seq: seq}
+}
+
+// Valid reports whether t came from an admitted call.
+func (t Ticket) Valid() bool { return t.r != nil }
+
+// Probe reports whether t is a half-open probe.
+func (t Ticket) Probe() bool {
+	return t.r != nil && t.r.seq.Load() == t.seq && t.r.probe
+}
+
+// Done reports the call's outcome. It returns false, and does nothing, if the
+// ticket was already reported (or expired, for a probe).
+func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
+
+// DoneWithRetryAfter reports the outcome together with a server retry hint,
+// which becomes a floor for the open hold (see Breaker.ObserveRetryAfter).
+func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
+	r := t.r
+	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
+		return false
+	}
+	b, done, start, probe := r.b, r.done, r.start, r.probe
+	r.b, r.done = nil, nil
+	if !probe {
+		ticketPool.Put(r)
+	}
+	if hint > 0 {
+		b.ObserveRetryAfter(hint)
+	}
+	var err error
+	switch o {
+	case Failure:
+		err = errFailure
+	case Excluded:
+		err = errExcluded
+	default:
+		if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
+			err = errFailure
+		}
+	}
+	done(err)
+	if probe {
+		b.mu.Lock()
+		for i, p := range b.probes {
+			if p == r {
+				b.probes = append(b.probes[:i], b.probes[i+1:]...)
+				break
+			}
+		}
+		b.mu.Unlock()
+	}
+	return true
+}
