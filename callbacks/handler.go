@@ -1,0 +1,418 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/model"
+	"google.golang.org/adk/tool"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Dependency holds per-dependency options of the callbacks.
+type Dependency struct {
+	// Alternatives are tool names the model may use instead; they are listed
+	// in the unavailable payload.
+	Alternatives []string `json:"alternatives,omitempty" yaml:"alternatives,omitempty"`
+	// CacheLastGood keeps recent successful results (per tool and arguments)
+	// and offers the matching one, with its age, in the unavailable payload.
+	CacheLastGood bool `json:"cache_last_good,omitempty" yaml:"cache_last_good,omitempty"`
+	// LastGoodEntries bounds the cache per tool. If 0, 32.
+	LastGoodEntries int `json:"last_good_entries,omitempty" yaml:"last_good_entries,omitempty"`
+	// Classify overrides failure classification for this dependency; it
+	// falls back to the default Classify when it returns ok=false.
+	Classify Classifier `json:"-" yaml:"-"`
+}
+
+// ModelGuard reports whether every endpoint behind a model is unavailable.
+// A failover model implements it; BeforeModel then ends the turn with a
+// readable message instead of failing it.
+type ModelGuard interface {
+	// ModelUnavailable reports, for the model whose Name() is name, whether
+	// no endpoint can be tried now, and when the first one can.
+	ModelUnavailable(name string) (unavailable bool, retryAfter time.Duration)
+}
+
+// Defaults of Config.
+const (
+	DefaultShortCircuitLimit = 2
+	DefaultTurnLimit         = 5
+	DefaultMaxPending        = 1 << 16
+)
+
+// Config configures a Handler. Registry is required; every other zero field
+// means its default.
+type Config struct {
+	// Registry holds the breakers. Required.
+	Registry *registry.Registry
+	// Mappings route tools to dependencies.
+	Mappings []Mapping
+	// Dependencies holds per-dependency options, by key.
+	Dependencies map[registry.Key]Dependency
+	// Unmapped says what to do with tools no mapping names. Default
+	// ProtectByName.
+	Unmapped Unmapped
+	// ShortCircuitLimit is K: from the K-th short-circuit of one dependency in
+	// an invocation, guidance becomes terminal. If 0, 2.
+	ShortCircuitLimit int
+	// TurnLimit is H: after H short-circuits across all dependencies in an
+	// invocation, BeforeModel ends the turn with a final answer. If 0, 5.
+	TurnLimit int
+	// RemoveUnavailable removes the declarations of tools whose dependency is
+	// open from the model request, instead of marking them unavailable.
+	RemoveUnavailable bool
+	// MaxInvocations caps invocations with short-circuit accounting. If 0, 10000.
+	MaxInvocations int
+	// InvocationMaxAge is the sweeper backstop for invocations whose AfterRun
+	// never fires. If 0, 1h.
+	InvocationMaxAge time.Duration
+	// MaxPending caps admitted tool calls awaiting an outcome. If 0, 65536.
+	MaxPending int
+	// ModelGuards are consulted by BeforeModel (failover models).
+	ModelGuards []ModelGuard
+	// Observer receives short-circuits, escalations and ended turns. If nil,
+	// none.
+	Observer Observer
+	// Logger receives warnings (capacity overflow). If nil, slog.Default().
+	Logger *slog.Logger
+}
+
+// Handler holds the ADK callbacks and their shared state. Its methods have
+// the llmagent/plugin callback signatures, so they can be used in
+// llmagent.Config directly or assembled into a plugin (package plugin).
+//
+// A Handler is safe for concurrent use: ADK runs parallel function calls of
+// one invocation in separate goroutines.
+type Handler struct {
+	reg       *registry.Registry
+	res       *resolver
+	tix       *tickets
+	ledger    *degrade.Ledger
+	clock     registry.Clock
+	obs       Observer
+	guards    []ModelGuard
+	turnLimit int
+	scLimit   int
+	remove    bool
+	log       *slog.Logger
+	overflow  *logLimiter
+}
+
+// New returns a Handler. Invalid configuration returns one error listing
+// every problem.
+func New(cfg Config) (*Handler, error) {
+	var errs []error
+	if cfg.Registry == nil {
+		errs = append(errs, errors.New("registry: required"))
+	}
+	if cfg.ShortCircuitLimit < 0 {
+		errs = append(errs, fmt.Errorf("short_circuit_limit: must be ≥ 0, got %d", cfg.ShortCircuitLimit))
+	}
+	if cfg.TurnLimit < 0 {
+		errs = append(errs, fmt.Errorf("turn_limit: must be ≥ 0, got %d", cfg.TurnLimit))
+	}
+	if cfg.MaxInvocations < 0 {
+		errs = append(errs, fmt.Errorf("max_invocations: must be ≥ 0, got %d", cfg.MaxInvocations))
+	}
+	if cfg.InvocationMaxAge < 0 {
+		errs = append(errs, fmt.Errorf("invocation_max_age: must be ≥ 0, got %s", cfg.InvocationMaxAge))
+	}
+	if cfg.MaxPending < 0 {
+		errs = append(errs, fmt.Errorf("max_pending: must be ≥ 0, got %d", cfg.MaxPending))
+	}
+	if cfg.Unmapped > PassThrough {
+		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
+	}
+	for k, d := range cfg.Dependencies {
+		if !k.Valid() {
+			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
+		}
+		if d.LastGoodEntries < 0 {
+			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be ≥ 0, got %d", k, d.LastGoodEntries))
+		}
+	}
+	for i, g := range cfg.ModelGuards {
+		if g == nil {
+			errs = append(errs, fmt.Errorf("model_guards[%d]: nil", i))
+		}
+	}
+	if cfg.Registry == nil {
+		return nil, errors.Join(errs...)
+	}
+	h := &Handler{
+		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
+		turnLimit: cmpOr(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmpOr(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
+		remove: cfg.RemoveUnavailable, log: cfg.Logger,
+	}
+	if h.log == nil {
+		h.log = slog.Default()
+	}
+	if h.obs == nil {
+		h.obs = nopObserver{}
+	}
+	res, err := newResolver(cfg.Registry, cfg.Mappings, cfg.Dependencies, cfg.Unmapped, h.scLimit)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	h.res = res
+	h.overflow = newLogLimiter(time.Minute)
+	res.onOverflow = func(key registry.Key, err error) {
+		if h.overflow.allow(string(key), h.clock.Now()) {
+			h.log.Warn("adkbreaker: dependency left unprotected", "dependency", string(key), "error", err)
+		}
+	}
+	h.tix = newTickets(cmpOr(cfg.MaxPending, DefaultMaxPending))
+	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
+	return h, nil
+}
+
+func cmpOr(v, def int) int {
+	if v == 0 {
+		return def
+	}
+	return v
+}
+
+// Registry returns the registry the handler uses.
+func (h *Handler) Registry() *registry.Registry { return h.reg }
+
+// BeforeTool asks the tool's dependency breaker. When the breaker refuses,
+// it returns the model-readable unavailable payload (never an error: an error
+// would run every OnToolError callback with the breaker's own refusal). When
+// it admits, it records a ticket keyed by invocation and function call ID.
+func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
+	bd := h.res.bind(t)
+	if bd.br == nil {
+		return nil, nil
+	}
+	tk, d := bd.br.Admit()
+	if d.Allowed {
+		h.tix.put(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}, tk, bd)
+		return nil, nil
+	}
+	return h.shortCircuit(ctx, bd, d, args), nil
+}
+
+func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.Decision, args map[string]any) map[string]any {
+	inv := ctx.InvocationID()
+	now := h.clock.Now()
+	n, total := h.ledger.Hit(inv, string(bd.key), now)
+	var lg *degrade.LastGood
+	if bd.lastGood != nil {
+		if v, ok := bd.lastGood.load(args); ok {
+			lg = &degrade.LastGood{Result: v.result, AgeSeconds: int(now.Sub(v.at) / time.Second)}
+		}
+	}
+	reason := reasonOf(d.Reason)
+	p := bd.builder.Build(reason, d.RetryAfter, n, lg)
+	h.obs.ShortCircuit(ctx, ShortCircuitEvent{
+		Dependency: bd.key, Tool: bd.tool, Reason: reason, State: d.State, RetryAfter: d.RetryAfter,
+		ThisTurn: n, TurnTotal: total, Terminal: n >= h.scLimit, InvocationID: inv,
+	})
+	return p
+}
+
+func reasonOf(r registry.Refusal) degrade.Reason {
+	switch r {
+	case registry.RefusedProbeBusy:
+		return degrade.ReasonHalfOpenBusy
+	case registry.RefusedIsolated:
+		return degrade.ReasonIsolated
+	default:
+		return degrade.ReasonCircuitOpen
+	}
+}
+
+// OnToolError reports the raw error of an admitted call, classified. It
+// always returns (nil, nil) so later plugins and agent callbacks still see the
+// error.
+func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
+	p, ok := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	if !ok {
+		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
+	}
+	h.report(ctx, p, err, nil, nil)
+	return nil, nil
+}
+
+// AfterTool reports the outcome of an admitted call that OnToolError did not
+// already report. A call without a ticket is the plugin's own short-circuit
+// (ADK runs after-tool callbacks even then) and is ignored. It always returns
+// (nil, nil).
+func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
+	p, ok := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	if !ok {
+		return nil, nil
+	}
+	h.report(ctx, p, err, args, result)
+	return nil, nil
+}
+
+func (h *Handler) report(ctx context.Context, p pending, err error, args, result map[string]any) {
+	o := h.classify(ctx, p.bd, err)
+	var hint time.Duration
+	if err != nil {
+		hint = RetryHint(err)
+	}
+	p.tk.DoneWithRetryAfter(o, hint)
+	if o == registry.Success && err == nil && p.bd.lastGood != nil && result != nil {
+		p.bd.lastGood.store(args, result, h.clock.Now())
+	}
+}
+
+func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry.Outcome {
+	if err == nil {
+		return registry.Success
+	}
+	if ctx.Err() != nil {
+		// The caller cancelled, or the caller's own deadline passed: not the
+		// dependency's fault.
+		return registry.Excluded
+	}
+	if bd.classify != nil {
+		if o, ok := bd.classify(err); ok {
+			return o
+		}
+	}
+	return Classify(err)
+}
+
+// AfterRun frees the invocation's state whatever way the run ended: pending
+// tickets are abandoned as Excluded (freeing probe slots) and the
+// short-circuit accounting is released.
+func (h *Handler) AfterRun(ctx agent.InvocationContext) {
+	inv := ctx.InvocationID()
+	h.tix.drain(inv)
+	h.ledger.Release(inv)
+}
+
+// BeforeModel ends the turn when the invocation's short-circuit budget is
+// spent or every endpoint of the model is unavailable, returning a final
+// model response the user can read; otherwise it marks (or removes) the
+// declarations of tools whose dependency is open, so the model knows before
+// it tries.
+func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
+	inv := ctx.InvocationID()
+	if total := h.ledger.Total(inv); total >= h.turnLimit {
+		return h.endTurn(ctx, inv, total), nil
+	}
+	if req != nil {
+		for _, g := range h.guards {
+			if down, ra := g.ModelUnavailable(req.Model); down {
+				n, total := h.ledger.Hit(inv, "model:"+req.Model, h.clock.Now())
+				_ = n
+				h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
+				return finalResponse(degrade.ModelUnavailableMessage(ra), "model_unavailable"), nil
+			}
+		}
+	}
+	if req == nil || req.Config == nil || !h.reg.AnyUnavailable() {
+		return nil, nil
+	}
+	h.annotate(req)
+	return nil, nil
+}
+
+func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *model.LLMResponse {
+	counts := h.ledger.Counts(inv)
+	items := make([]degrade.Unavailable, 0, len(counts))
+	for _, c := range counts {
+		var ra time.Duration
+		if br, ok := h.reg.Lookup(registry.Key(c.Dependency)); ok {
+			ra = br.RetryAfter()
+		}
+		items = append(items, degrade.Unavailable{Dependency: c.Dependency, RetryAfter: ra})
+	}
+	h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndShortCircuitBudget, TurnTotal: total})
+	return finalResponse(degrade.FinalMessage(items), "short_circuit_budget")
+}
+
+// finalResponse is a complete model turn: role "model" (so it is kept in
+// history), non-partial, with text the user can read.
+func finalResponse(text, reason string) *model.LLMResponse {
+	return &model.LLMResponse{
+		Content:      genai.NewContentFromText(text, genai.RoleModel),
+		TurnComplete: true,
+		FinishReason: genai.FinishReasonStop,
+		CustomMetadata: map[string]any{
+			"adkbreaker": map[string]any{"ended_turn": true, "reason": reason},
+		},
+	}
+}
+
+// annotate rewrites the request's function declarations for tools whose
+// dependency is unavailable. Declarations are cloned: a tool may hand out the
+// same declaration to every request.
+func (h *Handler) annotate(req *model.LLMRequest) {
+	for ti, gt := range req.Config.Tools {
+		if gt == nil || len(gt.FunctionDeclarations) == 0 {
+			continue
+		}
+		var decls []*genai.FunctionDeclaration
+		changed := false
+		for i, fd := range gt.FunctionDeclarations {
+			ra, down := h.unavailable(req, fd)
+			if !down {
+				if changed {
+					decls = append(decls, fd)
+				}
+				continue
+			}
+			if !changed {
+				decls = append(make([]*genai.FunctionDeclaration, 0, len(gt.FunctionDeclarations)), gt.FunctionDeclarations[:i]...)
+				changed = true
+			}
+			if h.remove {
+				continue
+			}
+			c := *fd
+			c.Description = degrade.Annotate(fd.Description, ra)
+			decls = append(decls, &c)
+		}
+		if changed {
+			ng := *gt
+			ng.FunctionDeclarations = decls
+			req.Config.Tools[ti] = &ng
+		}
+	}
+}
+
+func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclaration) (time.Duration, bool) {
+	if fd == nil {
+		return 0, false
+	}
+	t, ok := req.Tools[fd.Name].(tool.Tool)
+	if !ok {
+		return 0, false
+	}
+	bd := h.res.lookupTool(t)
+	if bd == nil || bd.br == nil {
+		return 0, false
+	}
+	st := bd.br.State()
+	if st == registry.StateClosed {
+		return 0, false
+	}
+	ra := bd.br.RetryAfter()
+	if ra <= 0 {
+		return 0, false // a probe may go through now: offer the tool
+	}
+	return ra, true
+}
+
+// Pending returns how many admitted tool calls await an outcome, and how many
+// invocations hold short-circuit accounting. Both return to zero when every
+// run has ended; tests and health checks use them.
+func (h *Handler) Pending() (tickets, invocations int) {
+	return h.tix.len(), h.ledger.Len()
+}

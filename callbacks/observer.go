@@ -1,0 +1,75 @@
+package callbacks
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Observer receives the handler's events, for telemetry. Methods are called
+// on the caller's goroutine and must be fast and non-blocking. Breaker state
+// transitions are not here: subscribe to the registry.
+type Observer interface {
+	ShortCircuit(ctx context.Context, ev ShortCircuitEvent)
+	TurnEnded(ctx context.Context, ev TurnEndEvent)
+}
+
+// ShortCircuitEvent describes one refused tool call.
+type ShortCircuitEvent struct {
+	Dependency   registry.Key
+	Tool         string
+	Reason       degrade.Reason
+	State        registry.State
+	RetryAfter   time.Duration
+	ThisTurn     int  // short-circuits of this dependency in this invocation
+	TurnTotal    int  // across all dependencies
+	Terminal     bool // the payload told the model to stop calling it
+	InvocationID string
+}
+
+// TurnEndReason says why BeforeModel ended a turn.
+type TurnEndReason string
+
+const (
+	TurnEndShortCircuitBudget TurnEndReason = "short_circuit_budget"
+	TurnEndModelUnavailable   TurnEndReason = "model_unavailable"
+)
+
+// TurnEndEvent describes a turn ended by BeforeModel.
+type TurnEndEvent struct {
+	InvocationID string
+	Reason       TurnEndReason
+	TurnTotal    int
+}
+
+type nopObserver struct{}
+
+func (nopObserver) ShortCircuit(context.Context, ShortCircuitEvent) {}
+func (nopObserver) TurnEnded(context.Context, TurnEndEvent)         {}
+
+// logLimiter allows one log line per key per period.
+type logLimiter struct {
+	mu     sync.Mutex
+	period time.Duration
+	last   map[string]time.Time
+}
+
+func newLogLimiter(period time.Duration) *logLimiter {
+	return &logLimiter{period: period, last: map[string]time.Time{}}
+}
+
+func (l *logLimiter) allow(key string, now time.Time) bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if t, ok := l.last[key]; ok && now.Sub(t) < l.period {
+		return false
+	}
+	if len(l.last) > 1024 {
+		clear(l.last)
+	}
+	l.last[key] = now
+	return true
+}

@@ -1,0 +1,208 @@
+package callbacks
+
+import (
+	"errors"
+	"fmt"
+	"path"
+	"sync"
+	"sync/atomic"
+
+	"google.golang.org/adk/tool"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Mapping routes tools to a dependency: several tools on one backend share
+// one breaker.
+type Mapping struct {
+	// Tools are tool names or path.Match patterns ("billing_*").
+	Tools []string `json:"tools" yaml:"tools"`
+	// Dependency is the configured dependency key.
+	Dependency registry.Key `json:"dependency" yaml:"dependency"`
+}
+
+// DependencyKeyer is implemented by tools that know their backend (the MCP
+// layer's tools do). Its key is used when no Mapping matches.
+type DependencyKeyer interface {
+	DependencyKey() string
+}
+
+// Unmapped says what happens to a declared tool that no Mapping names and that
+// reports no DependencyKey.
+type Unmapped uint8
+
+const (
+	// ProtectByName gives the tool a breaker keyed by its own name (default).
+	ProtectByName Unmapped = iota
+	// PassThrough leaves the tool unprotected.
+	PassThrough
+)
+
+// resolver maps tools to bindings. Bindings are cached copy-on-write by tool
+// name and, for DependencyKeyer tools, their reported key.
+type resolver struct {
+	reg      *registry.Registry
+	exact    map[string]registry.Key
+	patterns []pattern
+	unmapped Unmapped
+	deps     map[registry.Key]Dependency
+	limit    int
+	maxCache int
+
+	mu    sync.Mutex
+	cache atomic.Pointer[map[bindKey]*binding]
+
+	onOverflow func(key registry.Key, err error)
+}
+
+type pattern struct {
+	glob string
+	key  registry.Key
+}
+
+type bindKey struct {
+	name, dep string
+}
+
+// binding is everything the hot path needs for one tool.
+type binding struct {
+	key      registry.Key
+	tool     string
+	br       *registry.Breaker // nil: unprotected
+	builder  *degrade.Builder
+	classify Classifier
+	lastGood *lastGoodCache
+}
+
+func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
+	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: 4 * reg.Cap()}
+	var errs []error
+	for i, m := range maps {
+		if !m.Dependency.Valid() {
+			errs = append(errs, fmt.Errorf("mappings[%d].dependency: invalid key %q", i, m.Dependency))
+		}
+		if len(m.Tools) == 0 {
+			errs = append(errs, fmt.Errorf("mappings[%d].tools: must name at least one tool", i))
+		}
+		for j, name := range m.Tools {
+			if _, err := path.Match(name, ""); err != nil || name == "" {
+				errs = append(errs, fmt.Errorf("mappings[%d].tools[%d]: invalid name or pattern %q", i, j, name))
+				continue
+			}
+			if isPattern(name) {
+				r.patterns = append(r.patterns, pattern{glob: name, key: m.Dependency})
+				continue
+			}
+			if prev, dup := r.exact[name]; dup && prev != m.Dependency {
+				errs = append(errs, fmt.Errorf("mappings[%d].tools[%d]: %q already mapped to %q", i, j, name, prev))
+				continue
+			}
+			r.exact[name] = m.Dependency
+		}
+	}
+	empty := map[bindKey]*binding{}
+	r.cache.Store(&empty)
+	return r, errors.Join(errs...)
+}
+
+func isPattern(s string) bool {
+	for _, c := range s {
+		switch c {
+		case '*', '?', '[', '\\':
+			return true
+		}
+	}
+	return false
+}
+
+// bind returns the binding of a declared tool, creating its breaker on first
+// use. Only BeforeTool calls it, and ADK calls BeforeTool only for tools
+// declared to the agent, so names the model invents never create breakers.
+func (r *resolver) bind(t tool.Tool) *binding {
+	k := bindKey{name: t.Name()}
+	if dk, ok := t.(DependencyKeyer); ok {
+		k.dep = dk.DependencyKey()
+	}
+	if b, ok := (*r.cache.Load())[k]; ok {
+		return b
+	}
+	return r.bindSlow(k)
+}
+
+func (r *resolver) keyFor(k bindKey) (registry.Key, bool) {
+	if key, ok := r.exact[k.name]; ok {
+		return key, true
+	}
+	for _, p := range r.patterns {
+		if ok, _ := path.Match(p.glob, k.name); ok {
+			return p.key, true
+		}
+	}
+	if k.dep != "" {
+		return registry.Key(k.dep), true
+	}
+	if r.unmapped == PassThrough {
+		return "", false
+	}
+	return registry.Key(k.name), true
+}
+
+func (r *resolver) bindSlow(k bindKey) *binding {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cur := *r.cache.Load()
+	if b, ok := cur[k]; ok {
+		return b
+	}
+	b := &binding{tool: k.name}
+	if key, ok := r.keyFor(k); ok {
+		b.key = key
+		br, err := r.reg.Get(key)
+		if err != nil {
+			// Over the cap or an invalid key: leave the tool unprotected
+			// rather than fail the agent, and say so.
+			if r.onOverflow != nil {
+				r.onOverflow(key, err)
+			}
+			br = nil
+		}
+		b.br = br
+		dep := r.deps[key]
+		b.classify = dep.Classify
+		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
+		if dep.CacheLastGood {
+			b.lastGood = newLastGoodCache(dep.LastGoodEntries)
+		}
+	}
+	if len(cur) >= r.maxCache {
+		return b // do not cache: bounded memory even for a huge tool surface
+	}
+	next := make(map[bindKey]*binding, len(cur)+1)
+	for kk, v := range cur {
+		next[kk] = v
+	}
+	next[k] = b
+	r.cache.Store(&next)
+	return b
+}
+
+// lookupByName returns a cached binding for a tool name without creating one.
+func (r *resolver) lookupTool(t tool.Tool) *binding {
+	k := bindKey{name: t.Name()}
+	if dk, ok := t.(DependencyKeyer); ok {
+		k.dep = dk.DependencyKey()
+	}
+	if b, ok := (*r.cache.Load())[k]; ok {
+		return b
+	}
+	key, ok := r.keyFor(k)
+	if !ok {
+		return nil
+	}
+	br, ok := r.reg.Lookup(key)
+	if !ok {
+		return nil
+	}
+	return &binding{key: key, tool: k.name, br: br}
+}

@@ -1,0 +1,289 @@
+package plugin
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	adkplugin "google.golang.org/adk/plugin"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// DefaultName is the plugin's ADK name.
+const DefaultName = "adkbreaker"
+
+// Option configures New. Options apply in order; later ones win.
+type Option interface{ apply(*settings) }
+
+type optionFunc func(*settings)
+
+func (f optionFunc) apply(s *settings) { f(s) }
+
+type settings struct {
+	name     string
+	reg      *registry.Registry
+	regOpts  []registry.Option
+	cb       callbacks.Config
+	file     *config.File
+	filePath string
+	errs     []error
+}
+
+// WithName sets the plugin name (ADK requires unique names). Default "adkbreaker".
+func WithName(name string) Option {
+	return optionFunc(func(s *settings) { s.name = name })
+}
+
+// WithRegistry shares an existing registry (with failover models, MCP
+// toolsets, other agents). Registry options (WithPolicy, WithClock, …) then
+// conflict and are reported as errors.
+func WithRegistry(r *registry.Registry) Option {
+	return optionFunc(func(s *settings) {
+		if r == nil {
+			s.errs = append(s.errs, errors.New("registry: must not be nil"))
+		}
+		s.reg = r
+	})
+}
+
+// WithDefaultPolicy sets the policy of dependencies without one of their own.
+func WithDefaultPolicy(p registry.Policy) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithDefaultPolicy(p)) })
+}
+
+// WithPolicy sets one dependency's policy.
+func WithPolicy(dep registry.Key, p registry.Policy) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithPolicy(dep, p)) })
+}
+
+// WithClock sets the time source (tests pass registrytest.FakeClock).
+func WithClock(c registry.Clock) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithClock(c)) })
+}
+
+// WithMaxBreakers caps the number of breakers.
+func WithMaxBreakers(n int) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithMaxBreakers(n)) })
+}
+
+// WithDependency maps tools (names or path.Match patterns) to one dependency,
+// so they share its breaker.
+func WithDependency(dep registry.Key, tools ...string) Option {
+	return optionFunc(func(s *settings) {
+		s.cb.Mappings = append(s.cb.Mappings, callbacks.Mapping{Dependency: dep, Tools: tools})
+	})
+}
+
+// WithDependencyOptions sets per-dependency options: alternatives, the
+// last-good cache, a classification override.
+func WithDependencyOptions(dep registry.Key, o callbacks.Dependency) Option {
+	return optionFunc(func(s *settings) {
+		if s.cb.Dependencies == nil {
+			s.cb.Dependencies = map[registry.Key]callbacks.Dependency{}
+		}
+		s.cb.Dependencies[dep] = o
+	})
+}
+
+// WithUnmappedTools says what happens to tools no mapping names.
+func WithUnmappedTools(u callbacks.Unmapped) Option {
+	return optionFunc(func(s *settings) { s.cb.Unmapped = u })
+}
+
+// WithShortCircuitLimit sets K: from the K-th short-circuit of one dependency
+// in an invocation, the payload tells the model to stop calling it. Default 2.
+func WithShortCircuitLimit(k int) Option {
+	return optionFunc(func(s *settings) { s.cb.ShortCircuitLimit = k })
+}
+
+// WithTurnLimit sets H: after H short-circuits in an invocation the turn
+// ends with a final answer naming what is unavailable. Default 5.
+func WithTurnLimit(h int) Option {
+	return optionFunc(func(s *settings) { s.cb.TurnLimit = h })
+}
+
+// WithRemoveUnavailable removes unavailable tools from the model request
+// instead of marking their descriptions.
+func WithRemoveUnavailable() Option {
+	return optionFunc(func(s *settings) { s.cb.RemoveUnavailable = true })
+}
+
+// WithModelGuard lets BeforeModel end a turn readably when every endpoint of
+// a failover model is unavailable.
+func WithModelGuard(g callbacks.ModelGuard) Option {
+	return optionFunc(func(s *settings) { s.cb.ModelGuards = append(s.cb.ModelGuards, g) })
+}
+
+// WithObserver receives short-circuit and turn-end events (telemetry).
+func WithObserver(o callbacks.Observer) Option {
+	return optionFunc(func(s *settings) { s.cb.Observer = o })
+}
+
+// WithLogger sets the logger for warnings. Default slog.Default().
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(s *settings) { s.cb.Logger = l })
+}
+
+// WithInvocationLimits bounds per-invocation state: how many invocations are
+// tracked and the backstop age for runs whose AfterRun never fires.
+func WithInvocationLimits(maxInvocations int, maxAge time.Duration) Option {
+	return optionFunc(func(s *settings) {
+		s.cb.MaxInvocations, s.cb.InvocationMaxAge = maxInvocations, maxAge
+	})
+}
+
+// WithConfig applies a configuration file's dependencies, mappings, policies
+// and limits. Options given after it override it.
+func WithConfig(f *config.File) Option {
+	return optionFunc(func(s *settings) {
+		if f == nil {
+			s.errs = append(s.errs, errors.New("config: must not be nil"))
+			return
+		}
+		s.applyFile(f)
+	})
+}
+
+// WithConfigFile loads and applies a YAML or JSON configuration file.
+func WithConfigFile(path string) Option {
+	return optionFunc(func(s *settings) {
+		f, err := config.Load(path)
+		if err != nil {
+			s.errs = append(s.errs, err)
+			return
+		}
+		s.applyFile(f)
+	})
+}
+
+func (s *settings) applyFile(f *config.File) {
+	s.regOpts = append(s.regOpts, f.RegistryOptions()...)
+	d := f.Defaults
+	if d.ShortCircuitLimit != 0 {
+		s.cb.ShortCircuitLimit = d.ShortCircuitLimit
+	}
+	if d.TurnLimit != 0 {
+		s.cb.TurnLimit = d.TurnLimit
+	}
+	if d.RemoveUnavailable {
+		s.cb.RemoveUnavailable = true
+	}
+	if d.UnmappedTools == "pass_through" {
+		s.cb.Unmapped = callbacks.PassThrough
+	}
+	for _, name := range sortedNames(f.Dependencies) {
+		dep := f.Dependencies[name]
+		key := registry.Key(name)
+		if len(dep.Tools) > 0 {
+			s.cb.Mappings = append(s.cb.Mappings, callbacks.Mapping{Dependency: key, Tools: dep.Tools})
+		}
+		if len(dep.Alternatives) > 0 || dep.CacheLastGood {
+			if s.cb.Dependencies == nil {
+				s.cb.Dependencies = map[registry.Key]callbacks.Dependency{}
+			}
+			o := s.cb.Dependencies[key]
+			o.Alternatives, o.CacheLastGood = dep.Alternatives, dep.CacheLastGood
+			s.cb.Dependencies[key] = o
+		}
+	}
+}
+
+// NewHandler builds the callbacks handler New assembles, for callers that
+// want the handler itself (llmagent.Config callbacks, Pending in tests).
+func NewHandler(opts ...Option) (*callbacks.Handler, error) {
+	h, _, err := build(opts)
+	return h, err
+}
+
+func build(opts []Option) (*callbacks.Handler, string, error) {
+	s := settings{name: DefaultName}
+	for _, o := range opts {
+		if o == nil {
+			s.errs = append(s.errs, errors.New("nil option"))
+			continue
+		}
+		o.apply(&s)
+	}
+	errs := s.errs
+	if s.name == "" {
+		errs = append(errs, errors.New("name: must not be empty"))
+	}
+	reg := s.reg
+	switch {
+	case reg != nil && len(s.regOpts) > 0:
+		errs = append(errs, errors.New("registry options (policies, clock, max breakers) cannot be combined with WithRegistry; configure the shared registry instead"))
+	case reg == nil:
+		r, err := registry.New(s.regOpts...)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		reg = r
+	}
+	s.cb.Registry = reg
+	if reg != nil {
+		h, err := callbacks.New(s.cb)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		if err := errors.Join(errs...); err != nil {
+			return nil, "", fmt.Errorf("adkbreaker: %w", err)
+		}
+		return h, s.name, nil
+	}
+	return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))
+}
+
+// New returns the adkbreaker ADK plugin. Register it FIRST in
+// runner.PluginConfig.Plugins: ADK stops at the first plugin callback that
+// returns a result, so a plugin ahead of it (retryandreflect, say) would hide
+// tool outcomes from the breaker and could leave a half-open probe waiting
+// for its lease. Invalid configuration returns one error listing every
+// problem.
+func New(opts ...Option) (*adkplugin.Plugin, error) {
+	h, name, err := build(opts)
+	if err != nil {
+		return nil, err
+	}
+	return FromHandler(h, name)
+}
+
+// MustNew is New that panics on error, for package-level variables and samples.
+func MustNew(opts ...Option) *adkplugin.Plugin {
+	p, err := New(opts...)
+	if err != nil {
+		panic(err)
+	}
+	return p
+}
+
+// FromHandler assembles a handler into an ADK plugin named name.
+func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
+	if h == nil {
+		return nil, errors.New("adkbreaker: nil handler")
+	}
+	if name == "" {
+		name = DefaultName
+	}
+	return adkplugin.New(adkplugin.Config{
+		Name:                name,
+		BeforeToolCallback:  h.BeforeTool,
+		AfterToolCallback:   h.AfterTool,
+		OnToolErrorCallback: h.OnToolError,
+		BeforeModelCallback: h.BeforeModel,
+		AfterRunCallback:    h.AfterRun,
+	})
+}
+
+func sortedNames[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	slices.Sort(out)
+	return out
+}
