@@ -195,7 +195,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if bd.br == nil {
 		return nil, nil
 	}
-	tk, d := bd.br.Admit()
+	tk, d := bd.br.Reserve()
 	if d.Allowed {
 		h.tix.put(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}, tk, bd)
 		return nil, nil
@@ -205,7 +205,10 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 
 func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.Decision, args map[string]any) map[string]any {
 	inv := ctx.InvocationID()
-	now := h.clock.Now()
+	now := d.At
+	if now.IsZero() {
+		now = h.clock.Now()
+	}
 	n, total := h.ledger.Hit(inv, string(bd.key), now)
 	var lg *degrade.LastGood
 	if bd.lastGood != nil {
@@ -264,7 +267,7 @@ func (h *Handler) report(ctx context.Context, p pending, err error, args, result
 	if err != nil {
 		hint = RetryHint(err)
 	}
-	p.tk.DoneWithRetryAfter(o, hint)
+	p.tk.Report(o, hint)
 	if o == registry.Success && err == nil && p.bd.lastGood != nil && result != nil {
 		p.bd.lastGood.store(args, result, h.clock.Now())
 	}

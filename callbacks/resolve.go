@@ -50,8 +50,11 @@ type resolver struct {
 	limit    int
 	maxCache int
 
-	mu    sync.Mutex
-	cache atomic.Pointer[map[bindKey]*binding]
+	mu sync.Mutex
+	// byName caches tools without a DependencyKey (one string to hash on the
+	// hot path); byKey caches DependencyKeyer tools by name and key.
+	byName atomic.Pointer[map[string]*binding]
+	cache  atomic.Pointer[map[bindKey]*binding]
 
 	onOverflow func(key registry.Key, err error)
 }
@@ -103,6 +106,8 @@ func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]D
 	}
 	empty := map[bindKey]*binding{}
 	r.cache.Store(&empty)
+	emptyNames := map[string]*binding{}
+	r.byName.Store(&emptyNames)
 	return r, errors.Join(errs...)
 }
 
@@ -120,10 +125,15 @@ func isPattern(s string) bool {
 // use. Only BeforeTool calls it, and ADK calls BeforeTool only for tools
 // declared to the agent, so names the model invents never create breakers.
 func (r *resolver) bind(t tool.Tool) *binding {
-	k := bindKey{name: t.Name()}
-	if dk, ok := t.(DependencyKeyer); ok {
-		k.dep = dk.DependencyKey()
+	dk, keyed := t.(DependencyKeyer)
+	if !keyed {
+		name := t.Name()
+		if b, ok := (*r.byName.Load())[name]; ok {
+			return b
+		}
+		return r.bindSlow(bindKey{name: name})
 	}
+	k := bindKey{name: t.Name(), dep: dk.DependencyKey()}
 	if b, ok := (*r.cache.Load())[k]; ok {
 		return b
 	}
@@ -151,8 +161,11 @@ func (r *resolver) keyFor(k bindKey) (registry.Key, bool) {
 func (r *resolver) bindSlow(k bindKey) *binding {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cur := *r.cache.Load()
-	if b, ok := cur[k]; ok {
+	if k.dep == "" {
+		if b, ok := (*r.byName.Load())[k.name]; ok {
+			return b
+		}
+	} else if b, ok := (*r.cache.Load())[k]; ok {
 		return b
 	}
 	b := &binding{tool: k.name}
@@ -175,8 +188,22 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 			b.lastGood = newLastGoodCache(dep.LastGoodEntries)
 		}
 	}
+	if k.dep == "" {
+		cur := *r.byName.Load()
+		if len(cur) >= r.maxCache {
+			return b // do not cache: bounded memory even for a huge tool surface
+		}
+		next := make(map[string]*binding, len(cur)+1)
+		for kk, v := range cur {
+			next[kk] = v
+		}
+		next[k.name] = b
+		r.byName.Store(&next)
+		return b
+	}
+	cur := *r.cache.Load()
 	if len(cur) >= r.maxCache {
-		return b // do not cache: bounded memory even for a huge tool surface
+		return b
 	}
 	next := make(map[bindKey]*binding, len(cur)+1)
 	for kk, v := range cur {
@@ -192,8 +219,10 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	k := bindKey{name: t.Name()}
 	if dk, ok := t.(DependencyKeyer); ok {
 		k.dep = dk.DependencyKey()
-	}
-	if b, ok := (*r.cache.Load())[k]; ok {
+		if b, ok := (*r.cache.Load())[k]; ok {
+			return b
+		}
+	} else if b, ok := (*r.byName.Load())[k.name]; ok {
 		return b
 	}
 	key, ok := r.keyFor(k)

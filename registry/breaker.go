@@ -209,7 +209,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 		b.mu.Lock()
 		if b.isolated {
 			b.mu.Unlock()
-			return b.refuse(StateOpen, RefusedIsolated, b.pol.OpenFor)
+			return b.refuse(now, StateOpen, RefusedIsolated, b.pol.OpenFor)
 		}
 		st := State(b.state.Load())
 		switch st {
@@ -217,7 +217,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 			b.mu.Unlock()
 			if attempt > 2 {
 				// Pathological churn; refuse rather than spin.
-				return b.refuse(StateClosed, RefusedOpen, time.Second)
+				return b.refuse(now, StateClosed, RefusedOpen, time.Second)
 			}
 			cb := b.cb.Load()
 			done, err := cb.Allow()
@@ -231,7 +231,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 		case StateOpen:
 			if wait := b.openUntil.Sub(now); wait > 0 {
 				b.mu.Unlock()
-				return b.refuse(StateOpen, RefusedOpen, wait)
+				return b.refuse(now, StateOpen, RefusedOpen, wait)
 			}
 			// Hold expired: enter half-open before admitting, so the
 			// transition is ordered before the probe's own outcome.
@@ -277,15 +277,15 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 			}
 		}
 		b.mu.Unlock()
-		return b.refuse(StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
 	default: // ErrOpenState: only around a Reset
-		return b.refuse(StateOpen, RefusedOpen, b.pol.OpenFor)
+		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor)
 	}
 }
 
-func (b *Breaker) refuse(st State, why Refusal, wait time.Duration) (Ticket, Decision) {
+func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration) (Ticket, Decision) {
 	b.shortCircuits.Add(1)
-	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait}
+	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now}
 }
 
 // expiredProbesLocked removes and returns probes whose lease has expired.

@@ -76,6 +76,9 @@ type Decision struct {
 	// the breaker's own record (open hold or the busy probe's lease). Zero
 	// when Allowed, or when a probe may be admitted right now.
 	RetryAfter time.Duration
+	// At is when a refusal was decided, by the registry's clock (zero for an
+	// admitted call). Callers reuse it instead of reading the clock again.
+	At time.Time
 }
 
 // Err returns nil for an admitted call, or an *OpenError describing the refusal.

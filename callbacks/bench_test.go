@@ -1,0 +1,223 @@
+package callbacks_test
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/tool"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// fakeToolCtx embeds agent.ToolContext: any method the callbacks do not
+// need panics, which keeps the fake honest.
+type fakeToolCtx struct {
+	agent.ToolContext
+	context.Context
+	inv, call string
+}
+
+func (c *fakeToolCtx) InvocationID() string   { return c.inv }
+func (c *fakeToolCtx) FunctionCallID() string { return c.call }
+func (c *fakeToolCtx) Err() error             { return c.Context.Err() }
+func (c *fakeToolCtx) Done() <-chan struct{}  { return c.Context.Done() }
+func (c *fakeToolCtx) Deadline() (time.Time, bool) {
+	return c.Context.Deadline()
+}
+func (c *fakeToolCtx) Value(k any) any { return c.Context.Value(k) }
+
+type fakeInvCtx struct {
+	agent.InvocationContext
+	inv string
+}
+
+func (c *fakeInvCtx) InvocationID() string { return c.inv }
+
+type fakeTool struct {
+	tool.Tool
+	name string
+}
+
+func (t *fakeTool) Name() string { return t.name }
+
+func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
+	reg, err := registry.New(append([]registry.Option{registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour})}, opts...)...)
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := callbacks.New(callbacks.Config{Registry: reg, TurnLimit: 1 << 30})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+func gbSettings() gobreaker.Settings {
+	return gobreaker.Settings{Interval: 60 * time.Second, BucketPeriod: 6 * time.Second, Timeout: time.Hour}
+}
+
+// BenchmarkToolPath compares the plugin's tool path with gobreaker alone.
+//
+//	gobreaker:        bare TwoStep Allow + done(nil) (the baseline)
+//	closed:           BeforeTool + AfterTool, admitted
+//	open:             BeforeTool short-circuit with payload (a new
+//	                  invocation every 4 short-circuits, AfterRun included)
+//	*-parallel:       the same under b.RunParallel on one dependency
+//	*-parallel-deps:  the same with a dependency per goroutine
+func BenchmarkToolPath(b *testing.B) {
+	b.Run("gobreaker", func(b *testing.B) {
+		cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
+		b.ReportAllocs()
+		for b.Loop() {
+			done, err := cb.Allow()
+			if err != nil {
+				b.Fatal(err)
+			}
+			done(nil)
+		}
+	})
+	b.Run("closed", func(b *testing.B) {
+		h := newHandler(b)
+		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+		tl := &fakeTool{name: "get_invoice"}
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
+				b.Fatal("short-circuited")
+			}
+			h.AfterTool(ctx, tl, nil, nil, nil)
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		h := newHandler(b)
+		_ = h.Registry().Isolate("get_invoice")
+		benchOpen(b, h, "get_invoice", 0)
+	})
+	b.Run("gobreaker-parallel", func(b *testing.B) {
+		cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			for pb.Next() {
+				done, err := cb.Allow()
+				if err != nil {
+					b.Fatal(err)
+				}
+				done(nil)
+			}
+		})
+	})
+	b.Run("closed-parallel", func(b *testing.B) {
+		h := newHandler(b)
+		var g atomic.Int64
+		tl := &fakeTool{name: "get_invoice"}
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := g.Add(1)
+			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			for pb.Next() {
+				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
+					b.Fatal("short-circuited")
+				}
+				h.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		})
+	})
+	b.Run("open-parallel", func(b *testing.B) {
+		h := newHandler(b)
+		_ = h.Registry().Isolate("get_invoice")
+		var g atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := g.Add(1)
+			benchOpenPB(pb, h, "get_invoice", n)
+		})
+	})
+	b.Run("gobreaker-parallel-deps", func(b *testing.B) {
+		var g atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			_ = g.Add(1)
+			cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
+			for pb.Next() {
+				done, err := cb.Allow()
+				if err != nil {
+					b.Fatal(err)
+				}
+				done(nil)
+			}
+		})
+	})
+	b.Run("closed-parallel-deps", func(b *testing.B) {
+		h := newHandler(b)
+		var g atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := g.Add(1)
+			tl := &fakeTool{name: "tool_" + strconv.FormatInt(n, 10)}
+			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			for pb.Next() {
+				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
+					b.Fatal("short-circuited")
+				}
+				h.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		})
+	})
+}
+
+// benchOpen short-circuits with a fresh invocation every 4 calls, so counts
+// stay in the realistic range (a turn ends after H=5) and AfterRun's cost is
+// included.
+func benchOpen(b *testing.B, h *callbacks.Handler, name string, g int64) {
+	tl := &fakeTool{name: name}
+	invs := make([]string, 1024)
+	for i := range invs {
+		invs[i] = fmt.Sprintf("e-%d-%d", g, i)
+	}
+	ctx := &fakeToolCtx{Context: context.Background(), call: "adk-call"}
+	ictx := &fakeInvCtx{}
+	i := 0
+	b.ReportAllocs()
+	for b.Loop() {
+		ctx.inv = invs[(i/4)%len(invs)]
+		if r, _ := h.BeforeTool(ctx, tl, nil); r == nil {
+			b.Fatal("admitted")
+		}
+		h.AfterTool(ctx, tl, nil, nil, nil)
+		if i%4 == 3 {
+			ictx.inv = ctx.inv
+			h.AfterRun(ictx)
+		}
+		i++
+	}
+}
+
+func benchOpenPB(pb *testing.PB, h *callbacks.Handler, name string, g int64) {
+	tl := &fakeTool{name: name}
+	invs := make([]string, 1024)
+	for i := range invs {
+		invs[i] = fmt.Sprintf("e-%d-%d", g, i)
+	}
+	ctx := &fakeToolCtx{Context: context.Background(), call: "adk-call"}
+	ictx := &fakeInvCtx{}
+	i := 0
+	for pb.Next() {
+		ctx.inv = invs[(i/4)%len(invs)]
+		if r, _ := h.BeforeTool(ctx, tl, nil); r == nil {
+			panic("admitted")
+		}
+		h.AfterTool(ctx, tl, nil, nil, nil)
+		if i%4 == 3 {
+			ictx.inv = ctx.inv
+			h.AfterRun(ictx)
+		}
+		i++
+	}
+}

@@ -1,0 +1,283 @@
+package degrade
+
+import (
+	"cmp"
+	"hash/maphash"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Ledger defaults, used when a LedgerOptions field is zero or negative.
+const (
+	DefaultMaxInvocations = 10000
+	DefaultMaxAge         = time.Hour
+)
+
+// numShards is the number of independently locked parts of a Ledger.
+const numShards = 32
+
+// ledgerSeed hashes invocation IDs to shards. One seed for the process is
+// enough: it only spreads load, and it lets the zero Ledger work.
+var ledgerSeed = maphash.MakeSeed()
+
+// LedgerOptions configures a Ledger. A zero LedgerOptions consists entirely
+// of defaults.
+type LedgerOptions struct {
+	// MaxInvocations caps the invocations tracked at once. When a new
+	// invocation arrives at the cap, entries older than MaxAge are swept
+	// and, if none was, the oldest entry is evicted. If 0 or less,
+	// DefaultMaxInvocations.
+	MaxInvocations int
+	// MaxAge is the longest an invocation is expected to live. Older entries
+	// are removed by Sweep, and first when room is needed. It is a backstop
+	// for invocations whose end is never reported to Release. If 0 or less,
+	// DefaultMaxAge.
+	MaxAge time.Duration
+}
+
+// DepCount is the short-circuit count of one dependency in one invocation.
+type DepCount struct {
+	Dependency string // as passed to Hit
+	Count      int    // short-circuits counted, at least 1
+}
+
+// Ledger counts short-circuits per invocation and per dependency, so that
+// guidance can turn terminal and an invocation can be stopped when its
+// budget is spent. An invocation gets an entry on its first Hit, not
+// before, and loses it on Release, Sweep or eviction.
+//
+// A Ledger is safe for concurrent use: the parallel tool calls of one
+// invocation may Hit it from separate goroutines and every hit is counted
+// exactly once. A Hit that races with the Release or eviction of its own
+// invocation is counted against the entry being removed.
+//
+// The zero Ledger is ready to use with default options. A Ledger must not
+// be copied after first use.
+type Ledger struct {
+	opts      LedgerOptions
+	n         atomic.Int64  // entries, plus creations in progress
+	evictions atomic.Uint64 // entries removed to make room
+	shards    [numShards]ledgerShard
+}
+
+// ledgerShard is one lock's worth of a Ledger.
+type ledgerShard struct {
+	mu sync.Mutex
+	m  map[string]*invEntry // guarded by mu
+	_  [48]byte             // keep shards on separate cache lines
+}
+
+// invEntry holds the counts of one invocation.
+type invEntry struct {
+	created time.Time // immutable
+	mu      sync.Mutex
+	total   int        // guarded by mu
+	deps    []DepCount // guarded by mu; few, so searched linearly
+}
+
+// NewLedger returns an empty Ledger with the given options.
+func NewLedger(o LedgerOptions) *Ledger {
+	return &Ledger{opts: o}
+}
+
+func (l *Ledger) maxInvocations() int64 {
+	if l.opts.MaxInvocations <= 0 {
+		return DefaultMaxInvocations
+	}
+	return int64(l.opts.MaxInvocations)
+}
+
+func (l *Ledger) maxAge() time.Duration {
+	if l.opts.MaxAge <= 0 {
+		return DefaultMaxAge
+	}
+	return l.opts.MaxAge
+}
+
+func (l *Ledger) shard(inv string) *ledgerShard {
+	return &l.shards[maphash.String(ledgerSeed, inv)%numShards]
+}
+
+// lookup returns the entry of inv, or nil.
+func (l *Ledger) lookup(inv string) *invEntry {
+	s := l.shard(inv)
+	s.mu.Lock()
+	e := s.m[inv]
+	s.mu.Unlock()
+	return e
+}
+
+// Hit counts one short-circuit of dep in invocation inv at time now, and
+// returns the new count for dep in inv and the new total for inv. The first
+// Hit of an invocation creates its entry, dated now, making room first if
+// the Ledger is full. Once an invocation has hit a dependency, further hits
+// of it do not allocate.
+func (l *Ledger) Hit(inv, dep string, now time.Time) (thisDep, total int) {
+	e := l.lookup(inv)
+	if e == nil {
+		e = l.create(inv, now)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.total++
+	for i := range e.deps {
+		if e.deps[i].Dependency == dep {
+			e.deps[i].Count++
+			return e.deps[i].Count, e.total
+		}
+	}
+	e.deps = append(e.deps, DepCount{Dependency: dep, Count: 1})
+	return 1, e.total
+}
+
+// create returns the entry of inv, creating it if no other goroutine did
+// first. It reserves a place in l.n before inserting, so that Len never
+// exceeds the cap for long.
+func (l *Ledger) create(inv string, now time.Time) *invEntry {
+	limit := l.maxInvocations()
+	for {
+		n := l.n.Load()
+		if n >= limit {
+			l.makeRoom(now)
+			continue
+		}
+		if l.n.CompareAndSwap(n, n+1) {
+			break
+		}
+	}
+	s := l.shard(inv)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e := s.m[inv]; e != nil { // created concurrently: give the place back
+		l.n.Add(-1)
+		return e
+	}
+	if s.m == nil {
+		s.m = make(map[string]*invEntry)
+	}
+	e := &invEntry{created: now}
+	s.m[inv] = e
+	return e
+}
+
+// makeRoom removes the entries older than MaxAge or, if there are none, the
+// oldest entry. It scans every shard, one lock at a time, so it costs time
+// linear in Len; it runs only when the Ledger is full.
+func (l *Ledger) makeRoom(now time.Time) {
+	if l.Sweep(now) > 0 {
+		return
+	}
+	var (
+		oldest      *invEntry
+		oldestInv   string
+		oldestShard *ledgerShard
+	)
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		for inv, e := range s.m {
+			if oldest == nil || e.created.Before(oldest.created) {
+				oldest, oldestInv, oldestShard = e, inv, s
+			}
+		}
+		s.mu.Unlock()
+	}
+	if oldest == nil {
+		return // every place is reserved by a creation in progress
+	}
+	oldestShard.mu.Lock()
+	if oldestShard.m[oldestInv] == oldest {
+		delete(oldestShard.m, oldestInv)
+		l.n.Add(-1)
+		l.evictions.Add(1)
+	}
+	oldestShard.mu.Unlock()
+}
+
+// Total returns the number of short-circuits counted for inv, across all
+// dependencies; 0 if inv has no entry.
+func (l *Ledger) Total(inv string) int {
+	e := l.lookup(inv)
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total
+}
+
+// Count returns the number of short-circuits of dep counted for inv.
+func (l *Ledger) Count(inv, dep string) int {
+	e := l.lookup(inv)
+	if e == nil {
+		return 0
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, d := range e.deps {
+		if d.Dependency == dep {
+			return d.Count
+		}
+	}
+	return 0
+}
+
+// Counts returns the per-dependency counts of inv sorted by dependency, or
+// nil if inv has no entry. The caller owns the slice.
+func (l *Ledger) Counts(inv string) []DepCount {
+	e := l.lookup(inv)
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	out := slices.Clone(e.deps)
+	e.mu.Unlock()
+	slices.SortFunc(out, func(a, b DepCount) int { return cmp.Compare(a.Dependency, b.Dependency) })
+	return out
+}
+
+// Release removes the entry of inv, if any. Call it when the invocation
+// ends.
+func (l *Ledger) Release(inv string) {
+	s := l.shard(inv)
+	s.mu.Lock()
+	if _, ok := s.m[inv]; ok {
+		delete(s.m, inv)
+		l.n.Add(-1)
+	}
+	s.mu.Unlock()
+}
+
+// Sweep removes the entries created before now minus MaxAge and returns how
+// many it removed. Sweeps are not counted as evictions.
+func (l *Ledger) Sweep(now time.Time) int {
+	cutoff := now.Add(-l.maxAge())
+	removed := 0
+	for i := range l.shards {
+		s := &l.shards[i]
+		s.mu.Lock()
+		for inv, e := range s.m {
+			if e.created.Before(cutoff) {
+				delete(s.m, inv)
+				removed++
+			}
+		}
+		s.mu.Unlock()
+	}
+	l.n.Add(int64(-removed))
+	return removed
+}
+
+// Len returns the number of invocations tracked. It is one atomic load,
+// and may briefly count an entry whose creation is in progress.
+func (l *Ledger) Len() int {
+	return int(l.n.Load())
+}
+
+// Evictions returns the number of entries removed, since the Ledger was
+// created, because it was full and no entry was older than MaxAge.
+func (l *Ledger) Evictions() uint64 {
+	return l.evictions.Load()
+}

@@ -1,0 +1,45 @@
+package degrade
+
+import (
+	"sync"
+	"time"
+)
+
+// RetryAfterSeconds converts a retry delay to the whole number of seconds a
+// payload reports: d rounded up to the next second and clamped to
+// [1, MaxRetryAfterSeconds]. Zero and negative delays become 1, so a payload
+// never tells the model that retrying immediately is fine.
+func RetryAfterSeconds(d time.Duration) int {
+	if d <= 0 {
+		return 1
+	}
+	s := d / time.Second
+	if d%time.Second != 0 {
+		s++
+	}
+	if s > MaxRetryAfterSeconds {
+		return MaxRetryAfterSeconds
+	}
+	if s < 1 {
+		return 1
+	}
+	return int(s)
+}
+
+// boxedRetries holds Retry{Advised: false, AfterSeconds: i} boxed in an
+// interface at index i, for i in [1, MaxRetryAfterSeconds]. It is built on
+// first use (about 56 KiB) so that programs which never build a payload pay
+// nothing, and so that Build can store a retry value without allocating.
+var boxedRetries = sync.OnceValue(func() *[MaxRetryAfterSeconds + 1]any {
+	var t [MaxRetryAfterSeconds + 1]any
+	for i := 1; i <= MaxRetryAfterSeconds; i++ {
+		t[i] = Retry{Advised: false, AfterSeconds: i}
+	}
+	return &t
+})
+
+// boxedRetry returns the shared boxed Retry for secs, which must already be
+// in [1, MaxRetryAfterSeconds].
+func boxedRetry(secs int) any {
+	return boxedRetries()[secs]
+}

@@ -1,0 +1,71 @@
+package registry
+
+import "time"
+
+// Reservation is an admitted call for an owner that reports its outcome
+// exactly once by construction (the plugin's pending-call table removes an
+// entry before reporting it). It is cheaper than a Ticket on the closed path:
+// no pooled record and no atomic sequence. Half-open probes still carry a
+// leased record, so a probe whose report never comes is expired by its lease,
+// and a probe reported after expiry is ignored.
+//
+// Reporting a Reservation more than once is a bug of the owner (it would be
+// counted twice, as in gobreaker). Use Admit and Ticket when reports may
+// repeat or race.
+type Reservation struct {
+	b     *Breaker
+	done  func(error)
+	start time.Time
+	probe Ticket // valid only for half-open probes
+}
+
+// Reserve is Admit for exactly-once owners. The refused path is Admit's.
+func (b *Breaker) Reserve() (Reservation, Decision) {
+	if State(b.state.Load()) == StateClosed {
+		if done, err := b.cb.Load().Allow(); err == nil {
+			if State(b.state.Load()) == StateClosed {
+				r := Reservation{b: b, done: done}
+				if b.pol.SlowCall > 0 {
+					r.start = b.reg.clock.Now()
+				}
+				return r, Decision{Allowed: true, State: StateClosed}
+			}
+			done(errExcluded)
+		}
+	}
+	t, d := b.admitSlow()
+	if !d.Allowed {
+		return Reservation{}, d
+	}
+	return Reservation{b: b, probe: t}, d
+}
+
+// Valid reports whether r came from an admitted call.
+func (r Reservation) Valid() bool { return r.b != nil }
+
+// Report reports the outcome with an optional server retry hint (0 for none).
+func (r Reservation) Report(o Outcome, hint time.Duration) {
+	if r.b == nil {
+		return
+	}
+	if r.probe.Valid() {
+		r.probe.DoneWithRetryAfter(o, hint)
+		return
+	}
+	b := r.b
+	if hint > 0 {
+		b.ObserveRetryAfter(hint)
+	}
+	var err error
+	switch o {
+	case Failure:
+		err = errFailure
+	case Excluded:
+		err = errExcluded
+	default:
+		if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(r.start) > b.pol.SlowCall {
+			err = errFailure
+		}
+	}
+	r.done(err)
+}
