@@ -1,0 +1,53 @@
+// Package callbacks holds adkbreaker's ADK callbacks: the tool path (a
+// circuit breaker per dependency around every tool call), failure
+// classification, per-invocation short-circuit accounting and escalation,
+// and model-request annotation.
+//
+// Most users register the assembled plugin (package plugin). The same
+// callbacks work on one agent through llmagent.Config:
+//
+//	h, _ := callbacks.New(callbacks.Config{Registry: reg, Mappings: maps})
+//	a, _ := llmagent.New(llmagent.Config{
+//		…,
+//		BeforeToolCallbacks:  []llmagent.BeforeToolCallback{h.BeforeTool},
+//		OnToolErrorCallbacks: []llmagent.OnToolErrorCallback{h.OnToolError},
+//		AfterToolCallbacks:   []llmagent.AfterToolCallback{h.AfterTool},
+//		BeforeModelCallbacks: []llmagent.BeforeModelCallback{h.BeforeModel},
+//	})
+//
+// Agent-level callbacks have no AfterRun, so per-invocation state is then
+// freed by the ledger's sweeper and caps rather than at the end of each run;
+// prefer the plugin when you can.
+//
+// # The tool path under ADK's ordering rules
+//
+//   - BeforeTool resolves the tool's dependency (explicit Mapping, then a
+//     DependencyKey() method, then the tool's own name) and asks its breaker.
+//     Refused: it returns the unavailable payload from package degrade — a
+//     result, never an error, because an error would run every OnToolError
+//     callback with the breaker's own refusal. Admitted: it records the call
+//     under (invocation ID, function call ID).
+//   - OnToolError receives the raw error first (the plugin must be registered
+//     first) and reports the classified outcome. It returns (nil, nil).
+//   - AfterTool runs even after a short-circuit; a call with no record is the
+//     plugin's own short-circuit, or a name the model invented, and is
+//     ignored. Otherwise it reports the outcome. It returns (nil, nil).
+//   - AfterRun abandons calls that never reported (as Excluded, freeing
+//     half-open probe slots) and frees the invocation's accounting.
+//   - BeforeModel ends the turn with a final answer once the invocation's
+//     short-circuit budget is spent or a failover model has no endpoint left,
+//     and marks (or removes) declarations of tools whose dependency is open.
+//
+// # Classification
+//
+// Classify decides what counts against a dependency: transport errors,
+// timeouts at a deadline we set, HTTP 5xx and 429 (StatusError or any error
+// with StatusCode()), and genai.APIError 429/5xx are failures. Caller
+// cancellation, tool.ErrConfirmationRequired/Rejected, argument validation,
+// other 4xx and ErrNoResult are excluded. Errors may decide for themselves
+// by implementing registry.OutcomeReporter; Dependency.Classify overrides
+// per dependency.
+//
+// Names the model invents reach only OnToolError (ADK never calls
+// BeforeTool for them), so they never create a breaker.
+package callbacks

@@ -1,0 +1,71 @@
+package plugin_test
+
+import (
+	"context"
+	"fmt"
+	"iter"
+	"time"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/model"
+	adkplugin "google.golang.org/adk/plugin"
+	"google.golang.org/adk/runner"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool"
+	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	breaker "github.com/adkbreaker/adkbreaker/plugin"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// oneCall is a stand-in for a model's reasoning: call get_invoice once, then
+// answer with what came back.
+type oneCall struct{}
+
+func (oneCall) Name() string { return "one-call" }
+func (oneCall) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		for _, p := range req.Contents[len(req.Contents)-1].Parts {
+			if p.FunctionResponse != nil {
+				info, _ := degrade.Parse(p.FunctionResponse.Response)
+				yield(&model.LLMResponse{Content: genai.NewContentFromText(
+					fmt.Sprintf("%s is %s (%s); retry in %ds", info.Dependency, p.FunctionResponse.Response["status"], info.Reason, info.RetryAfterSeconds),
+					genai.RoleModel)}, nil)
+				return
+			}
+		}
+		yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel,
+			Parts: []*genai.Part{genai.NewPartFromFunctionCall("get_invoice", map[string]any{})}}}, nil)
+	}
+}
+
+func ExampleNew() {
+	// Tools on one backend share one breaker: "billing-api".
+	reg := registry.MustNew(registry.WithPolicy("billing-api", registry.Policy{ConsecutiveFailures: 3, OpenFor: time.Minute, NoJitter: true}))
+	p, err := breaker.New(
+		breaker.WithRegistry(reg),
+		breaker.WithDependency("billing-api", "get_invoice", "list_invoices"),
+	)
+	if err != nil {
+		panic(err)
+	}
+	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
+		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"status": "paid"}, nil })
+	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: oneCall{}, Tools: []tool.Tool{getInvoice}})
+	r, _ := runner.New(runner.Config{
+		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}, // register adkbreaker first
+	})
+
+	_ = reg.Isolate("billing-api") // as if the backend had failed three times
+	for ev, err := range r.Run(context.Background(), "user", "s1", genai.NewContentFromText("invoice?", genai.RoleUser), agent.RunConfig{}) {
+		if err == nil && ev.Content != nil && ev.Content.Parts[0].Text != "" {
+			fmt.Println(ev.Content.Parts[0].Text)
+		}
+	}
+	// Output:
+	// billing-api is unavailable (isolated); retry in 60s
+}
