@@ -113,7 +113,7 @@ func ExampleFinalMessage() {
 		{Dependency: "search-api", RetryAfter: 90 * time.Second},
 	}))
 	// Output:
-	// Sorry, I couldn't fully complete your request because search-api and weather-api are temporarily unavailable. Please try again in about 2 minutes.
+	// Sorry, I couldn't fully complete your request because search-api and weather-api are temporarily unavailable. Please try again in about 3 minutes.
 }
 
 func ExampleModelUnavailableMessage() {

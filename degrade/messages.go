@@ -25,8 +25,9 @@ type Unavailable struct {
 // user, for when an invocation stops because its short-circuit budget is
 // spent. It says that the request could not be fully completed because the
 // named dependencies are temporarily unavailable, and when to try again:
-// the smallest RetryAfter among items, the earliest time a retry can do
-// better, in words ("about 30 seconds", "about 2 minutes").
+// the largest RetryAfter among items — when every named dependency may be
+// back, so a retry can complete the whole request — in words ("about 30
+// seconds", "about 2 minutes").
 //
 // Names are sanitised, de-duplicated and sorted; when they do not all fit
 // in MaxMessageBytes, the rest are counted ("and 3 other services"). With no
@@ -38,7 +39,7 @@ func FinalMessage(items []Unavailable) string {
 		if n := cleanName(it.Dependency); n != "" {
 			names = append(names, n)
 		}
-		if i == 0 || it.RetryAfter < wait {
+		if i == 0 || it.RetryAfter > wait {
 			wait = it.RetryAfter
 		}
 	}

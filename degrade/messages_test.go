@@ -24,9 +24,9 @@ func TestFinalMessage(t *testing.T) {
 			"Sorry, I couldn't fully complete your request because search-api is temporarily unavailable. Please try again in about 27 seconds.",
 		},
 		{
-			"two, smallest retry, sorted, deduplicated",
-			[]degrade.Unavailable{{"weather", 5 * time.Minute}, {"search", 90 * time.Second}, {"weather", time.Hour}},
-			"Sorry, I couldn't fully complete your request because search and weather are temporarily unavailable. Please try again in about 2 minutes.",
+			"two, largest retry, sorted, deduplicated",
+			[]degrade.Unavailable{{"weather", 5 * time.Minute}, {"search", 90 * time.Second}, {"weather", 20 * time.Minute}},
+			"Sorry, I couldn't fully complete your request because search and weather are temporarily unavailable. Please try again in about 20 minutes.",
 		},
 		{
 			"three", []degrade.Unavailable{{"c", time.Hour}, {"b", time.Hour}, {"a", time.Hour}},
