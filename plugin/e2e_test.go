@@ -520,3 +520,35 @@ func TestRetryAfterHintIsAFloor(t *testing.T) {
 		t.Fatalf("state after configured hold = %v, want still open", st)
 	}
 }
+
+// TestAlternativesAndLastGood: per-dependency extras appear in the payload —
+// configured alternatives, and the last good result for the same arguments
+// with its age.
+func TestAlternativesAndLastGood(t *testing.T) {
+	e := newEnv(t, callOnce("get_invoice", map[string]any{"id": "42"}),
+		breaker.WithDependencyOptions("billing-api", callbacks.Dependency{
+			Alternatives: []string{"search_cached_invoices"}, CacheLastGood: true,
+		}))
+	e.mustTurn("fetch 42 while healthy")
+	e.backend.SetMode(fakebackend.Down)
+	for range 3 {
+		e.mustTurn("fetch 42 while failing")
+	}
+	e.clk.Advance(7 * time.Second)
+	evs := e.mustTurn("fetch 42 while open")
+	resp := functionResponses(evs)[0].Response
+	if _, ok := degrade.Parse(resp); !ok {
+		t.Fatalf("not a payload: %v", resp)
+	}
+	alts, _ := resp[degrade.KeyAlternatives].([]string)
+	if len(alts) != 1 || alts[0] != "search_cached_invoices" {
+		t.Fatalf("alternatives = %v", resp[degrade.KeyAlternatives])
+	}
+	lg, ok := resp[degrade.KeyLastGood].(degrade.LastGood)
+	if !ok {
+		t.Fatalf("last_good missing: %#v", resp[degrade.KeyLastGood])
+	}
+	if lg.Result["invoice"] != "/invoices/42" || lg.AgeSeconds != 7 {
+		t.Fatalf("last_good = %+v, want the healthy result, 7s old", lg)
+	}
+}
