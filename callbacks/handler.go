@@ -240,11 +240,11 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 // always returns (nil, nil) so later plugins and agent callbacks still see the
 // error.
 func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
-	p, ok := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
-	if !ok {
+	tk, bd := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	if bd == nil {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
-	h.report(ctx, p, err, nil, nil)
+	h.report(ctx, tk, bd, err, nil, nil)
 	return nil, nil
 }
 
@@ -253,24 +253,23 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 // (ADK runs after-tool callbacks even then) and is ignored. It always returns
 // (nil, nil).
 func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	p, ok := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
-	if !ok {
+	tk, bd := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	if bd == nil {
 		return nil, nil
 	}
-	h.report(ctx, p, err, args, result)
+	h.report(ctx, tk, bd, err, args, result)
 	return nil, nil
 }
 
-func (h *Handler) report(ctx context.Context, p pending, err error, args, result map[string]any) {
-	o := h.classify(ctx, p.bd, err)
-	var hint time.Duration
-	if err != nil {
-		hint = RetryHint(err)
+func (h *Handler) report(ctx context.Context, tk registry.Reservation, bd *binding, err error, args, result map[string]any) {
+	if err == nil {
+		tk.Report(registry.Success, 0)
+		if bd.lastGood != nil && result != nil {
+			bd.lastGood.store(args, result, h.clock.Now())
+		}
+		return
 	}
-	p.tk.Report(o, hint)
-	if o == registry.Success && err == nil && p.bd.lastGood != nil && result != nil {
-		p.bd.lastGood.store(args, result, h.clock.Now())
-	}
+	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
 }
 
 func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry.Outcome {

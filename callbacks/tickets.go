@@ -19,7 +19,6 @@ type pending struct {
 	bd   *binding
 	inv  string
 	call string
-	seq  uint64 // insertion order within the shard, for cap eviction
 }
 
 const (
@@ -63,33 +62,32 @@ func newTickets(maxPending int) *tickets {
 // contention; short IDs fall back to a full hash.
 func (t *tickets) shard(call string) *ticketShard {
 	if n := len(call); n >= 8 {
-		h := uint(call[n-1]) ^ uint(call[n-2])<<3 ^ uint(call[n-3])<<6 ^ uint(call[n-4])<<9
-		return &t.shards[(h^h>>6)%ticketShards]
+		return &t.shards[(uint(call[n-1])^uint(call[n-2])<<3)%ticketShards]
 	}
 	return &t.shards[maphash.String(t.seed, call)%ticketShards]
 }
 
 func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
 
-// removeLocked removes and returns the entry for k.
-func (s *ticketShard) removeLocked(k ticketKey) (pending, bool) {
+// indexLocked returns the position of k in small, or -1.
+func (s *ticketShard) indexLocked(k ticketKey) int {
 	for i := range s.small {
 		if p := &s.small[i]; p.call == k.call && p.inv == k.inv {
-			out := *p
-			last := len(s.small) - 1
-			s.small[i] = s.small[last]
-			s.small[last] = pending{}
-			s.small = s.small[:last]
-			return out, true
+			return i
 		}
 	}
-	if s.big != nil {
-		if p, ok := s.big[k]; ok {
-			delete(s.big, k)
-			return p, true
-		}
+	return -1
+}
+
+// removeAtLocked removes small[i] by moving the last entry into its place.
+// The vacated slot keeps its old contents until reused: at most
+// smallPending entries per shard, so nothing is retained without bound.
+func (s *ticketShard) removeAtLocked(i int) {
+	last := len(s.small) - 1
+	if i != last {
+		s.small[i] = s.small[last]
 	}
-	return pending{}, false
+	s.small = s.small[:last]
 }
 
 // put stores a pending call. A duplicate (same invocation and call ID) or an
@@ -97,20 +95,28 @@ func (s *ticketShard) removeLocked(k ticketKey) (pending, bool) {
 // never held by an entry nobody will report.
 func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
 	s := t.shard(k.call)
-	var displaced [2]pending
-	nd := 0
 	s.mu.Lock()
-	if old, ok := s.removeLocked(k); ok {
-		displaced[nd] = old
-		nd++
-	} else if s.lenLocked() >= t.perCap {
-		if ev, ok := s.evictOldestLocked(); ok {
-			displaced[nd] = ev
-			nd++
+	if len(s.small) < smallPending && s.big == nil {
+		if s.indexLocked(k) < 0 { // the common case: append
+			s.small = append(s.small, pending{tk: tk, bd: bd, inv: k.inv, call: k.call})
+			s.n.Store(int64(len(s.small)))
+			s.mu.Unlock()
+			return
 		}
 	}
-	s.seq++
-	p := pending{tk: tk, bd: bd, inv: k.inv, call: k.call, seq: s.seq}
+	var displaced []pending
+	if i := s.indexLocked(k); i >= 0 {
+		displaced = append(displaced, s.small[i])
+		s.removeAtLocked(i)
+	} else if old, ok := s.big[k]; ok {
+		displaced = append(displaced, old)
+		delete(s.big, k)
+	} else if s.lenLocked() >= t.perCap {
+		if ev, ok := s.evictLocked(); ok {
+			displaced = append(displaced, ev)
+		}
+	}
+	p := pending{tk: tk, bd: bd, inv: k.inv, call: k.call}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
@@ -119,47 +125,53 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
 		}
 		s.big[k] = p
 	}
+	if len(s.big) == 0 {
+		s.big = nil
+	}
 	s.n.Store(int64(s.lenLocked()))
 	s.mu.Unlock()
-	for _, d := range displaced[:nd] {
+	for _, d := range displaced {
 		d.tk.Report(registry.Excluded, 0)
 	}
 }
 
-func (s *ticketShard) evictOldestLocked() (pending, bool) {
-	var (
-		found  bool
-		oldest pending
-	)
-	for _, p := range s.small {
-		if !found || p.seq < oldest.seq {
-			found, oldest = true, p
-		}
+// evictLocked removes one entry to make room: one from the overflow map if
+// there is one, else the oldest-inserted of the slice (its first element).
+func (s *ticketShard) evictLocked() (pending, bool) {
+	for k, p := range s.big {
+		delete(s.big, k)
+		return p, true
 	}
-	for _, p := range s.big {
-		if !found || p.seq < oldest.seq {
-			found, oldest = true, p
-		}
-	}
-	if found {
-		s.removeLocked(ticketKey{inv: oldest.inv, call: oldest.call})
-	}
-	return oldest, found
-}
-
-// take removes and returns the pending call for k.
-func (t *tickets) take(k ticketKey) (pending, bool) {
-	s := t.shard(k.call)
-	if s.n.Load() == 0 {
+	if len(s.small) == 0 {
 		return pending{}, false
 	}
+	p := s.small[0]
+	s.removeAtLocked(0)
+	return p, true
+}
+
+// take removes the pending call for k and returns its reservation and
+// binding (nil when there is none).
+func (t *tickets) take(k ticketKey) (registry.Reservation, *binding) {
+	s := t.shard(k.call)
+	if s.n.Load() == 0 {
+		return registry.Reservation{}, nil
+	}
 	s.mu.Lock()
-	p, ok := s.removeLocked(k)
+	if i := s.indexLocked(k); i >= 0 {
+		tk, bd := s.small[i].tk, s.small[i].bd
+		s.removeAtLocked(i)
+		s.n.Store(int64(s.lenLocked()))
+		s.mu.Unlock()
+		return tk, bd
+	}
+	p, ok := s.big[k]
 	if ok {
+		delete(s.big, k)
 		s.n.Store(int64(s.lenLocked()))
 	}
 	s.mu.Unlock()
-	return p, ok
+	return p.tk, p.bd
 }
 
 // drain abandons every pending call of invocation inv (reported Excluded,
@@ -172,16 +184,14 @@ func (t *tickets) drain(inv string) int {
 			continue
 		}
 		s.mu.Lock()
-		kept := s.small[:0]
-		for _, p := range s.small {
-			if p.inv == inv {
-				out = append(out, p)
-			} else {
-				kept = append(kept, p)
+		for i := 0; i < len(s.small); {
+			if s.small[i].inv == inv {
+				out = append(out, s.small[i])
+				s.removeAtLocked(i)
+				continue
 			}
+			i++
 		}
-		clear(s.small[len(kept):])
-		s.small = kept
 		for k, p := range s.big {
 			if k.inv == inv {
 				out = append(out, p)

@@ -1,0 +1,88 @@
+package callbacks_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// TestPairedToolPath measures the tool path against gobreaker in short
+// interleaved blocks and reports the median per-block ratio: each block of
+// the plugin's path is divided by the gobreaker block measured right next to
+// it, so machine-wide drift cancels out (see docs/benchmarks.md). It is a
+// measurement, not an assertion, and runs only with PAIRED=1:
+//
+//	PAIRED=1 go test -run TestPairedToolPath -v ./callbacks/
+func TestPairedToolPath(t *testing.T) {
+	if os.Getenv("PAIRED") == "" {
+		t.Skip("set PAIRED=1 to measure")
+	}
+	const blocks, n = 300, 5000
+	cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
+	hClosed := newHandler(t)
+	hOpen := newHandler(t)
+	_ = hOpen.Registry().Isolate("get_invoice")
+	tl := &fakeTool{name: "get_invoice"}
+	ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-0001"}
+	octx := &fakeToolCtx{Context: context.Background(), call: "adk-call-0002"}
+	ictx := &fakeInvCtx{}
+	invs := make([]string, 1024)
+	for i := range invs {
+		invs[i] = fmt.Sprintf("e-%d", i)
+	}
+	oi := 0
+	ops := []struct {
+		name string
+		run  func()
+	}{
+		{"gobreaker allow+done", func() {
+			for range n {
+				done, _ := cb.Allow()
+				done(nil)
+			}
+		}},
+		{"closed before+after", func() {
+			for range n {
+				hClosed.BeforeTool(ctx, tl, nil)
+				hClosed.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		}},
+		{"open short-circuit", func() {
+			for range n {
+				octx.inv = invs[(oi/4)%len(invs)]
+				hOpen.BeforeTool(octx, tl, nil)
+				hOpen.AfterTool(octx, tl, nil, nil, nil)
+				if oi%4 == 3 {
+					ictx.inv = octx.inv
+					hOpen.AfterRun(ictx)
+				}
+				oi++
+			}
+		}},
+	}
+	ns := make([][]float64, len(ops))
+	for bl := range blocks {
+		for j := range ops {
+			k := (j + bl) % len(ops)
+			start := time.Now()
+			ops[k].run()
+			ns[k] = append(ns[k], float64(time.Since(start).Nanoseconds())/n)
+		}
+	}
+	t.Logf("%-22s %10s %8s %8s %8s", "op", "med ns/op", "ratio", "q25", "q75")
+	for k := range ops {
+		ratios := make([]float64, blocks)
+		for i := range ratios {
+			ratios[i] = ns[k][i] / ns[0][i]
+		}
+		slices.Sort(ratios)
+		med := slices.Clone(ns[k])
+		slices.Sort(med)
+		t.Logf("%-22s %10.1f %8.3f %8.3f %8.3f", ops[k].name, med[blocks/2], ratios[blocks/2], ratios[blocks/4], ratios[3*blocks/4])
+	}
+}
