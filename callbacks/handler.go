@@ -154,9 +154,6 @@ func New(cfg Config) (*Handler, error) {
 	if h.log == nil {
 		h.log = slog.Default()
 	}
-	if h.obs == nil {
-		h.obs = nopObserver{}
-	}
 	res, err := newResolver(cfg.Registry, cfg.Mappings, cfg.Dependencies, cfg.Unmapped, h.scLimit)
 	if err != nil {
 		errs = append(errs, err)
@@ -218,10 +215,12 @@ func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.De
 	}
 	reason := reasonOf(d.Reason)
 	p := bd.builder.Build(reason, d.RetryAfter, n, lg)
-	h.obs.ShortCircuit(ctx, ShortCircuitEvent{
-		Dependency: bd.key, Tool: bd.tool, Reason: reason, State: d.State, RetryAfter: d.RetryAfter,
-		ThisTurn: n, TurnTotal: total, Terminal: n >= h.scLimit, InvocationID: inv,
-	})
+	if h.obs != nil {
+		h.obs.ShortCircuit(ctx, ShortCircuitEvent{
+			Dependency: bd.key, Tool: bd.tool, Reason: reason, State: d.State, RetryAfter: d.RetryAfter,
+			ThisTurn: n, TurnTotal: total, Terminal: n >= h.scLimit, InvocationID: inv,
+		})
+	}
 	return p
 }
 
@@ -313,7 +312,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 			if down, ra := g.ModelUnavailable(req.Model); down {
 				n, total := h.ledger.Hit(inv, "model:"+req.Model, h.clock.Now())
 				_ = n
-				h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
+				if h.obs != nil {
+					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
+				}
 				return finalResponse(degrade.ModelUnavailableMessage(ra), "model_unavailable"), nil
 			}
 		}
@@ -335,7 +336,9 @@ func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *mod
 		}
 		items = append(items, degrade.Unavailable{Dependency: c.Dependency, RetryAfter: ra})
 	}
-	h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndShortCircuitBudget, TurnTotal: total})
+	if h.obs != nil {
+		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndShortCircuitBudget, TurnTotal: total})
+	}
 	return finalResponse(degrade.FinalMessage(items), "short_circuit_budget")
 }
 

@@ -45,11 +45,6 @@ type TurnEndEvent struct {
 	TurnTotal    int
 }
 
-type nopObserver struct{}
-
-func (nopObserver) ShortCircuit(context.Context, ShortCircuitEvent) {}
-func (nopObserver) TurnEnded(context.Context, TurnEndEvent)         {}
-
 // logLimiter allows one log line per key per period.
 type logLimiter struct {
 	mu     sync.Mutex

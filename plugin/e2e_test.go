@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -392,6 +393,9 @@ func TestRecoveryClosesWithOneProbe(t *testing.T) {
 
 // TestHalfOpenAdmitsOneProbeAmongParallelCalls: 8 parallel calls when the
 // hold expires: one probe, seven short-circuits with reason half_open_busy.
+// The backend holds the probe until the other seven were refused (otherwise a
+// fast probe could close the breaker before they arrive, and they would be
+// admitted legitimately).
 func TestHalfOpenAdmitsOneProbeAmongParallelCalls(t *testing.T) {
 	step := func(req *model.LLMRequest) *model.LLMResponse {
 		if rs := scripted.LastResponses(req); rs != nil {
@@ -403,11 +407,15 @@ func TestHalfOpenAdmitsOneProbeAmongParallelCalls(t *testing.T) {
 		}
 		return scripted.CallTools(calls...)
 	}
-	e := newEnv(t, step, breaker.WithTurnLimit(100))
+	gate := make(chan struct{})
+	obs := &gateObserver{after: 7, gate: gate}
+	e := newEnv(t, step, breaker.WithTurnLimit(100), breaker.WithObserver(obs))
 	e.backend.SetMode(fakebackend.Down)
 	e.mustTurn("trip") // 8 failures ≥ 3: open
 	hits := e.backend.Hits()
+	obs.count.Store(0)
 	e.backend.SetMode(fakebackend.Up)
+	e.backend.SetGate(gate)
 	e.clk.Advance(30 * time.Second)
 	evs := e.mustTurn("probe")
 	if got := e.backend.Hits() - hits; got != 1 {
@@ -422,7 +430,25 @@ func TestHalfOpenAdmitsOneProbeAmongParallelCalls(t *testing.T) {
 	if busy != 7 {
 		t.Fatalf("half_open_busy payloads = %d, want 7", busy)
 	}
+	if st := e.breaker("billing-api").State(); st != registry.StateClosed {
+		t.Fatalf("state after the probe succeeded = %v", st)
+	}
 }
+
+// gateObserver opens gate after `after` short-circuits.
+type gateObserver struct {
+	after int64
+	count atomic.Int64
+	gate  chan struct{}
+	once  sync.Once
+}
+
+func (o *gateObserver) ShortCircuit(context.Context, callbacks.ShortCircuitEvent) {
+	if o.count.Add(1) == o.after {
+		o.once.Do(func() { close(o.gate) })
+	}
+}
+func (o *gateObserver) TurnEnded(context.Context, callbacks.TurnEndEvent) {}
 
 // TestEscalationEndsTheTurn: a model that keeps calling a dead tool gets
 // terminal guidance from the K-th short-circuit and the turn ends after H,

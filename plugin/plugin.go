@@ -32,6 +32,7 @@ type settings struct {
 	file     *config.File
 	filePath string
 	errs     []error
+	tel      *telemetryConfig // telemetry.go; nil when off
 }
 
 // WithName sets the plugin name (ADK requires unique names). Default "adkbreaker".
@@ -226,6 +227,10 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 	}
 	s.cb.Registry = reg
 	if reg != nil {
+		watch, err := s.tel.attach(&s.cb) // telemetry.go: adds its Observer
+		if err != nil {
+			errs = append(errs, err)
+		}
 		h, err := callbacks.New(s.cb)
 		if err != nil {
 			errs = append(errs, err)
@@ -233,6 +238,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 		if err := errors.Join(errs...); err != nil {
 			return nil, "", fmt.Errorf("adkbreaker: %w", err)
 		}
+		watch(h)
 		return h, s.name, nil
 	}
 	return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))

@@ -139,7 +139,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		}
 		hold := b.pol.hold(b.reopens)
 		if b.pol.OpenJitter > 0 {
-			hold += time.Duration(b.reg.rand() * b.pol.OpenJitter * float64(hold))
+			hold = b.pol.jitter(hold, b.reg.rand())
 		}
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {
@@ -258,10 +258,24 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 	switch {
 	case err == nil:
 		b.mu.Lock()
-		if State(b.state.Load()) != StateHalfOpen {
+		switch State(b.state.Load()) {
+		case StateHalfOpen:
+		case StateClosed:
 			b.mu.Unlock()
 			// Closed meanwhile: an ordinary call.
 			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+		default:
+			// Re-opened (a probe failed) or isolated since the hold
+			// expired. gobreaker's 1ns timeout has already let us into its
+			// next half-open generation, but our hold has not expired:
+			// release the slot without deciding, and refuse.
+			why, wait := RefusedOpen, b.openUntil.Sub(now)
+			if b.isolated {
+				why, wait = RefusedIsolated, b.pol.OpenFor
+			}
+			b.mu.Unlock()
+			done(errExcluded)
+			return b.refuse(now, StateOpen, why, max(wait, 0))
 		}
 		lease := now.Add(b.pol.ProbeLease)
 		t := b.ticket(done, true, lease)
@@ -278,7 +292,7 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 		}
 		b.mu.Unlock()
 		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
-	default: // ErrOpenState: only around a Reset
+	default: // ErrOpenState: within gobreaker's 1ns timeout of a trip (or under frozen synctest time), or around a Reset
 		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor)
 	}
 }
@@ -393,6 +407,14 @@ func (b *Breaker) RetryAfter() time.Duration {
 }
 
 func (b *Breaker) stateAndWait() (State, time.Duration) {
+	// gobreaker hands out HalfOpenProbes slots per half-open episode: a slot
+	// is freed by an excluded outcome, not by a success. Read how many are
+	// taken before taking mu (lock order: gobreaker, then mu).
+	var taken int
+	if State(b.state.Load()) == StateHalfOpen {
+		c := b.cb.Load().Counts()
+		taken = int(c.Requests - min(c.TotalExclusions, c.Requests))
+	}
 	now := b.reg.clock.Now()
 	b.mu.Lock()
 	if b.isolated {
@@ -417,7 +439,7 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 			}
 			return b.stateAndWait()
 		}
-		if len(b.probes) < b.pol.HalfOpenProbes {
+		if max(taken, len(b.probes)) < b.pol.HalfOpenProbes {
 			b.mu.Unlock()
 			return StateHalfOpen, 0
 		}

@@ -3,6 +3,7 @@ package registry
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 )
 
 // notifier delivers transitions to subscribers in order, on a goroutine of
@@ -12,19 +13,35 @@ import (
 // deliver, so an idle Registry holds no goroutine.
 type notifier struct {
 	mu      sync.Mutex
-	cond    *sync.Cond
 	seq     uint64
-	queue   []Transition
+	queue   []queued
 	limit   int
 	running bool
 	dropped uint64
-	subs    []*subscriber
+	subs    []*subscriber // copy-on-write: queued entries share it
 	nextID  int
+	// enqueued and delivered count queue entries; Flush waits until
+	// delivered reaches the enqueued count it saw.
+	enqueued, delivered uint64
+	waiters             []flushWaiter
 }
 
 type subscriber struct {
-	id int
-	fn func(Transition)
+	id     int
+	fn     func(Transition)
+	active atomic.Bool // false once unsubscribed: no delivery starts after
+}
+
+// queued is a transition with the subscribers it is for: those subscribed
+// when it happened.
+type queued struct {
+	t    Transition
+	subs []*subscriber
+}
+
+type flushWaiter struct {
+	target uint64
+	ch     chan struct{}
 }
 
 // notify is called with the breaker's mu held, which orders a key's
@@ -43,7 +60,8 @@ func (r *Registry) notify(t Transition) {
 		n.mu.Unlock()
 		return
 	}
-	n.queue = append(n.queue, t)
+	n.queue = append(n.queue, queued{t: t, subs: n.subs})
+	n.enqueued++
 	if !n.running {
 		n.running = true
 		go n.drain()
@@ -56,21 +74,32 @@ func (n *notifier) drain() {
 		n.mu.Lock()
 		if len(n.queue) == 0 {
 			n.running = false
-			if n.cond != nil {
-				n.cond.Broadcast()
-			}
 			n.mu.Unlock()
 			return
 		}
 		batch := n.queue
 		n.queue = nil
-		subs := n.subs
 		n.mu.Unlock()
-		for _, t := range batch {
-			for _, s := range subs {
-				deliver(s.fn, t)
+		for _, q := range batch {
+			for _, s := range q.subs {
+				if s.active.Load() {
+					deliver(s.fn, q.t)
+				}
 			}
 		}
+		n.mu.Lock()
+		n.delivered += uint64(len(batch))
+		kept := n.waiters[:0]
+		for _, w := range n.waiters {
+			if n.delivered >= w.target {
+				close(w.ch)
+			} else {
+				kept = append(kept, w)
+			}
+		}
+		clear(n.waiters[len(kept):])
+		n.waiters = kept
+		n.mu.Unlock()
 	}
 }
 
@@ -82,7 +111,9 @@ func deliver(fn func(Transition), t Transition) {
 // Subscribe registers fn to receive every later transition, in order, on a
 // delivery goroutine (never on the caller's goroutine and never under a
 // breaker lock, so fn may call back into the registry). A slow fn delays
-// only later deliveries. The returned function unsubscribes.
+// only later deliveries. fn receives no transition that happened before
+// Subscribe returned. The returned function unsubscribes: once it returns, fn
+// is not called again, except for a delivery that had already begun.
 func (r *Registry) Subscribe(fn func(Transition)) (unsubscribe func()) {
 	n := &r.n
 	n.mu.Lock()
@@ -91,11 +122,14 @@ func (r *Registry) Subscribe(fn func(Transition)) (unsubscribe func()) {
 	// Copy-on-write so drain can iterate without the lock.
 	subs := make([]*subscriber, 0, len(n.subs)+1)
 	subs = append(subs, n.subs...)
-	n.subs = append(subs, &subscriber{id: id, fn: fn})
+	sub := &subscriber{id: id, fn: fn}
+	sub.active.Store(true)
+	n.subs = append(subs, sub)
 	n.mu.Unlock()
 	return func() {
 		n.mu.Lock()
 		defer n.mu.Unlock()
+		sub.active.Store(false)
 		out := make([]*subscriber, 0, len(n.subs))
 		for _, s := range n.subs {
 			if s.id != id {
@@ -107,25 +141,30 @@ func (r *Registry) Subscribe(fn func(Transition)) (unsubscribe func()) {
 }
 
 // Flush waits until every transition enqueued so far has been delivered, or
-// ctx ends.
+// ctx ends. Transitions enqueued after Flush was called do not delay it. It
+// must not be called from a subscriber.
 func (r *Registry) Flush(ctx context.Context) error {
 	n := &r.n
-	done := make(chan struct{})
-	go func() {
-		n.mu.Lock()
-		if n.cond == nil {
-			n.cond = sync.NewCond(&n.mu)
-		}
-		for n.running || len(n.queue) > 0 {
-			n.cond.Wait()
-		}
+	n.mu.Lock()
+	if n.delivered >= n.enqueued {
 		n.mu.Unlock()
-		close(done)
-	}()
+		return nil
+	}
+	w := flushWaiter{target: n.enqueued, ch: make(chan struct{})}
+	n.waiters = append(n.waiters, w)
+	n.mu.Unlock()
 	select {
-	case <-done:
+	case <-w.ch:
 		return nil
 	case <-ctx.Done():
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		for i, x := range n.waiters {
+			if x.ch == w.ch {
+				n.waiters = append(n.waiters[:i], n.waiters[i+1:]...)
+				break
+			}
+		}
 		return ctx.Err()
 	}
 }

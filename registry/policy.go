@@ -3,6 +3,7 @@ package registry
 import (
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -21,9 +22,9 @@ type Policy struct {
 	// MinCalls is the volume the failure rate needs before it can trip. If 0, 20.
 	MinCalls int `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
 	// Window is the rolling window over which the rate is computed, in ten
-	// buckets. If 0, 60s. Outcomes of calls that started more than one Window
-	// ago are not counted, so Window should be at least twice the longest call
-	// deadline of the dependency.
+	// buckets. If 0, 60s; at least 10ms and at most 24h. Outcomes of calls
+	// that started more than one Window ago are not counted, so Window should
+	// be at least twice the longest call deadline of the dependency.
 	Window time.Duration `json:"window,omitempty" yaml:"window,omitempty"`
 	// DisableFailureRate turns the failure-rate trip off; only consecutive
 	// failures trip.
@@ -41,7 +42,8 @@ type Policy struct {
 	// probe), up to MaxOpenFor; a successful close resets it. If 0, 2. 1 keeps
 	// the hold constant.
 	OpenBackoff float64 `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
-	// MaxOpenFor caps the grown hold. If 0, 5m.
+	// MaxOpenFor caps the grown hold. If 0, 5m (or OpenFor, if larger). Must
+	// not be below OpenFor, or below its 30s default when OpenFor is 0.
 	MaxOpenFor time.Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
 	// OpenJitter adds a uniformly random extra of up to this fraction of the
 	// hold, so replicas that opened together do not probe together. The hold
@@ -56,7 +58,7 @@ type Policy struct {
 	// ProbeLease bounds how long a probe's outcome may take. A probe whose
 	// outcome has not arrived when the lease expires is counted as a failure,
 	// so half-open can never wedge. If 0, 60s. Set it above the dependency's
-	// longest call deadline.
+	// longest call deadline; it must not be below SlowCall.
 	ProbeLease time.Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 
 	// MaxRetryHint caps a server's retry hint (Retry-After, RetryInfo) used as
@@ -82,6 +84,11 @@ const (
 
 // windowBuckets is how many buckets the rolling window is split into.
 const windowBuckets = 10
+
+// maxWindow is the longest rolling window accepted. Far larger windows
+// overflow gobreaker's bucket arithmetic (it panics), and gobreaker's uint32
+// counters wrap after 2³² calls in one window.
+const maxWindow = 24 * time.Hour
 
 // WithDefaults returns p with every zero field replaced by its default.
 func (p Policy) WithDefaults() Policy {
@@ -144,6 +151,8 @@ func (p Policy) Validate() error {
 		bad("window", "must be ≥ 0, got %s", p.Window)
 	} else if p.Window > 0 && p.Window < windowBuckets*time.Millisecond {
 		bad("window", "must be at least %s, got %s", windowBuckets*time.Millisecond, p.Window)
+	} else if p.Window > maxWindow {
+		bad("window", "must be at most %s, got %s", maxWindow, p.Window)
 	}
 	if p.SlowCall < 0 {
 		bad("slow_call", "must be ≥ 0, got %s", p.SlowCall)
@@ -157,8 +166,11 @@ func (p Policy) Validate() error {
 	if p.MaxOpenFor < 0 {
 		bad("max_open_for", "must be ≥ 0, got %s", p.MaxOpenFor)
 	}
-	if p.MaxOpenFor > 0 && p.OpenFor > p.MaxOpenFor {
-		bad("max_open_for", "must be ≥ open_for (%s), got %s", p.OpenFor, p.MaxOpenFor)
+	// Cross-field checks compare resolved values: a zero field means its
+	// default, which must satisfy them too.
+	r := p.WithDefaults()
+	if p.MaxOpenFor > 0 && p.OpenFor >= 0 && r.OpenFor > p.MaxOpenFor {
+		bad("max_open_for", "must be ≥ open_for (%s), got %s", r.OpenFor, p.MaxOpenFor)
 	}
 	if p.OpenJitter < 0 || p.OpenJitter > 1 || p.OpenJitter != p.OpenJitter {
 		bad("open_jitter", "must be in [0, 1], got %v", p.OpenJitter)
@@ -172,8 +184,8 @@ func (p Policy) Validate() error {
 	if p.MaxRetryHint < 0 {
 		bad("max_retry_hint", "must be ≥ 0, got %s", p.MaxRetryHint)
 	}
-	if p.SlowCall > 0 && p.ProbeLease > 0 && p.ProbeLease < p.SlowCall {
-		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, p.ProbeLease)
+	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
+		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
 	}
 	return errors.Join(errs...)
 }
@@ -197,8 +209,26 @@ func (p *Policy) hold(reopens int) time.Duration {
 	for i := 0; i < reopens && d < float64(p.MaxOpenFor); i++ {
 		d *= p.OpenBackoff
 	}
-	if d > float64(p.MaxOpenFor) {
-		d = float64(p.MaxOpenFor)
+	if d >= float64(p.MaxOpenFor) {
+		// Not time.Duration(float64(MaxOpenFor)): near MaxInt64 the float
+		// rounds up to 2⁶³, which converts to a negative Duration.
+		return p.MaxOpenFor
 	}
-	return time.Duration(d)
+	// float64 rounds durations above 2⁵³ns (104 days): never below OpenFor.
+	return max(time.Duration(d), p.OpenFor)
+}
+
+// jitter returns hold lengthened by u·OpenJitter of itself. u is clamped to
+// [0, 1], so a misbehaving random source can neither shorten the hold nor
+// stretch it past hold·(1+OpenJitter); the sum saturates instead of
+// overflowing.
+func (p *Policy) jitter(hold time.Duration, u float64) time.Duration {
+	if !(u > 0) || p.OpenJitter <= 0 { // also NaN
+		return hold
+	}
+	total := float64(hold) + min(u, 1)*p.OpenJitter*float64(hold)
+	if total >= float64(math.MaxInt64) {
+		return math.MaxInt64
+	}
+	return max(time.Duration(total), hold)
 }

@@ -28,6 +28,11 @@ type Registry struct {
 
 	mu       sync.Mutex                       // serialises creation
 	breakers atomic.Pointer[map[Key]*Breaker] // copy-on-write: lock-free reads
+	// others counts breakers of keys without a policy of their own. They
+	// may take only the slots that configured keys do not reserve, so that
+	// flooding the registry with other keys cannot lock a configured
+	// dependency out. Guarded by mu.
+	others int
 
 	n notifier
 }
@@ -177,8 +182,10 @@ func prefixErrs(prefix string, err error) error {
 }
 
 // Get returns the breaker for k, creating it on first use with k's policy (or
-// the default policy). It returns ErrCapacity once the cap is reached and
-// ErrInvalidKey for an invalid key.
+// the default policy). It returns ErrInvalidKey for an invalid key, and
+// ErrCapacity for a new key once the cap is reached. Keys configured with
+// WithPolicy have their slots reserved: only the rest of the cap is open to
+// other keys.
 func (r *Registry) Get(k Key) (*Breaker, error) {
 	if b, ok := (*r.breakers.Load())[k]; ok {
 		return b, nil
@@ -192,11 +199,12 @@ func (r *Registry) Get(k Key) (*Breaker, error) {
 	if b, ok := cur[k]; ok {
 		return b, nil
 	}
-	if len(cur) >= r.max {
-		return nil, fmt.Errorf("%w (%d): cannot add %q", ErrCapacity, r.max, k)
-	}
-	pol, ok := r.policies[k]
-	if !ok {
+	pol, configured := r.policies[k]
+	if !configured {
+		if r.others >= r.max-len(r.policies) {
+			return nil, fmt.Errorf("%w (%d, %d reserved for configured keys): cannot add %q", ErrCapacity, r.max, len(r.policies), k)
+		}
+		r.others++
 		pol = r.def
 	}
 	b := newBreaker(r, k, pol)

@@ -13,6 +13,9 @@ import (
 type Ticket struct {
 	r   *ticketRec
 	seq uint64
+	// probe is copied from the record at issue: the record of an ordinary
+	// call is pooled, and reading its fields races with its reuse.
+	probe bool
 }
 
 // ticketRec is pooled for ordinary calls and allocated for probes. A ticket
@@ -49,7 +52,7 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	seq := r.seq.Load() + 2
 	r.issued = seq
 	r.seq.Store(seq)
-	return Ticket{r: r, seq: seq}
+	return Ticket{r: r, seq: seq, probe: probe}
 }
 
 // Valid reports whether t came from an admitted call.
@@ -57,7 +60,7 @@ func (t Ticket) Valid() bool { return t.r != nil }
 
 // Probe reports whether t is a half-open probe.
 func (t Ticket) Probe() bool {
-	return t.r != nil && t.r.seq.Load() == t.seq && t.r.probe
+	return t.probe && t.r.seq.Load() == t.seq
 }
 
 // Done reports the call's outcome. It returns false, and does nothing, if the

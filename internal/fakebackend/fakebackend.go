@@ -36,6 +36,7 @@ type Server struct {
 	mode       atomic.Int32
 	retryAfter atomic.Int64 // seconds, for RateLimited
 	secret     atomic.Pointer[string]
+	gate       atomic.Pointer[chan struct{}]
 
 	mu      sync.Mutex
 	closing chan struct{}
@@ -67,6 +68,16 @@ func (s *Server) SetRetryAfter(d time.Duration) { s.retryAfter.Store(int64(d / t
 // and injection strings that must never reach the model).
 func (s *Server) SetErrorBody(body string) { s.secret.Store(&body) }
 
+// SetGate makes every request wait until ch is closed (or the server
+// closes) before it is answered; nil removes the gate.
+func (s *Server) SetGate(ch chan struct{}) {
+	if ch == nil {
+		s.gate.Store(nil)
+		return
+	}
+	s.gate.Store(&ch)
+}
+
 // Close stops the server, releasing hanging requests.
 func (s *Server) Close() {
 	s.mu.Lock()
@@ -81,6 +92,14 @@ func (s *Server) Close() {
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.hits.Add(1)
+	if g := s.gate.Load(); g != nil {
+		select {
+		case <-*g:
+		case <-s.closing:
+		case <-r.Context().Done():
+			return
+		}
+	}
 	body := "upstream failure"
 	if p := s.secret.Load(); p != nil {
 		body = *p

@@ -1,0 +1,89 @@
+package telemetry
+
+import (
+	"context"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+)
+
+// ShortCircuit counts one refused tool call and annotates the span current in
+// ctx (ADK's "execute_tool {tool}" span, when called from BeforeTool). The
+// metric path does not allocate once the attribute set of the event's
+// (dependency, tool, reason, terminal) is cached; span attributes are built
+// only when the span is recording.
+func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortCircuitEvent) {
+	if in == nil {
+		return
+	}
+	defer handlePanic()
+	k := scKey{dep: ev.Dependency, tool: ev.Tool, reason: string(ev.Reason), terminal: ev.Terminal}
+	opts, ok := in.sc.get(k, mkShortCircuitSet)
+	if !ok {
+		opts = in.scOverflow[b2i(ev.Terminal)]
+	}
+	in.shortCircuits.Add(ctx, 1, opts...)
+
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	attrs := []attribute.KeyValue{
+		attribute.Bool(SpanShortCircuited, true),
+		attribute.String(SpanDependency, string(ev.Dependency)),
+		attribute.String(SpanReason, string(ev.Reason)),
+		attribute.String(SpanState, ev.State.String()),
+		attribute.Float64(SpanRetryAfter, ev.RetryAfter.Seconds()),
+		attribute.Int(SpanThisTurn, ev.ThisTurn),
+		attribute.Bool(SpanTerminal, ev.Terminal),
+		attribute.String(SpanTool, ev.Tool),
+		attribute.Int(SpanTurnTotal, ev.TurnTotal),
+	}
+	span.SetAttributes(attrs[:7]...)
+	span.AddEvent(EventShortCircuit, trace.WithAttributes(attrs[1:]...))
+}
+
+func mkShortCircuitSet(k scKey) []metric.AddOption {
+	return addOpts(
+		attribute.String(AttrDependency, string(k.dep)),
+		attribute.String(AttrTool, k.tool),
+		attribute.String(AttrReason, k.reason),
+		attribute.Bool(AttrTerminal, k.terminal),
+	)
+}
+
+// TurnEnded counts a turn ended by BeforeModel and adds an event to the span
+// current in ctx (ADK's "invoke_agent {agent}" span in model callbacks).
+func (in *Instrumentation) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
+	if in == nil {
+		return
+	}
+	defer handlePanic()
+	opts, ok := in.turns.get(ev.Reason, mkTurnSet)
+	if !ok {
+		opts = in.turnsOver
+	}
+	in.turnsEnded.Add(ctx, 1, opts...)
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.AddEvent(EventTurnEnded, trace.WithAttributes(
+		attribute.String(SpanReason, string(ev.Reason)),
+		attribute.Int(SpanTurnTotal, ev.TurnTotal),
+	))
+}
+
+func mkTurnSet(r callbacks.TurnEndReason) []metric.AddOption {
+	return addOpts(attribute.String(AttrReason, string(r)))
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,123 @@
+package telemetry
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/otel"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// MaxAttributeSets caps the cached short-circuit attribute sets, one per
+// (dependency, tool, reason, terminal). Past it, new combinations are
+// counted under Overflow values rather than growing the metric's
+// cardinality. Dependencies are capped by the registry and tools by the
+// agents' declarations, so the cap is only reached by misconfiguration.
+const MaxAttributeSets = 4096
+
+// Instrumentation holds adkbreaker's instruments and cached attribute sets.
+// It implements callbacks.Observer; Watch adds a registry's transitions and
+// state gauges. It is safe for concurrent use.
+type Instrumentation struct {
+	mp     metric.MeterProvider
+	tp     trace.TracerProvider
+	meter  metric.Meter
+	tracer trace.Tracer
+
+	shortCircuits metric.Int64Counter
+	transitions   metric.Int64Counter
+	turnsEnded    metric.Int64Counter
+	state         metric.Int64ObservableGauge
+	retryAfter    metric.Float64ObservableGauge
+	dropped       metric.Int64ObservableCounter
+
+	sc         *cache[scKey, []metric.AddOption]
+	scOverflow [2][]metric.AddOption // by terminal
+	turns      *cache[callbacks.TurnEndReason, []metric.AddOption]
+	turnsOver  []metric.AddOption
+	deps       *cache[registry.Key, metric.ObserveOption]
+}
+
+var _ callbacks.Observer = (*Instrumentation)(nil)
+
+type scKey struct {
+	dep      registry.Key
+	tool     string
+	reason   string
+	terminal bool
+}
+
+// New creates the instruments on mp's meter and a tracer on tp, both under
+// ScopeName. Both providers are required; pass the OTel noop providers to
+// disable one signal. Instrument errors are returned.
+func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, error) {
+	var errs []error
+	if mp == nil {
+		errs = append(errs, errors.New("meter provider: must not be nil"))
+	}
+	if tp == nil {
+		errs = append(errs, errors.New("tracer provider: must not be nil"))
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	in := &Instrumentation{
+		mp:     mp,
+		tp:     tp,
+		meter:  mp.Meter(ScopeName),
+		tracer: tp.Tracer(ScopeName),
+		sc:     newCache[scKey, []metric.AddOption](MaxAttributeSets),
+		turns:  newCache[callbacks.TurnEndReason, []metric.AddOption](64),
+		deps:   newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
+	}
+	m := in.meter
+	var err error
+	add := func(name string, e error) {
+		if e != nil {
+			errs = append(errs, fmt.Errorf("%s: %w", name, e))
+		}
+	}
+	in.shortCircuits, err = m.Int64Counter(MetricShortCircuits, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls refused by a breaker without calling the dependency."))
+	add(MetricShortCircuits, err)
+	in.transitions, err = m.Int64Counter(MetricTransitions, metric.WithUnit("{transition}"),
+		metric.WithDescription("Breaker state changes."))
+	add(MetricTransitions, err)
+	in.turnsEnded, err = m.Int64Counter(MetricTurnsEnded, metric.WithUnit("{turn}"),
+		metric.WithDescription("Agent turns ended by adkbreaker with a final answer instead of another model call."))
+	add(MetricTurnsEnded, err)
+	in.state, err = m.Int64ObservableGauge(MetricBreakerState, metric.WithUnit("{state}"),
+		metric.WithDescription("Breaker state per dependency: 0 closed, 1 half_open, 2 open."))
+	add(MetricBreakerState, err)
+	in.retryAfter, err = m.Float64ObservableGauge(MetricBreakerRetryAfter, metric.WithUnit("s"),
+		metric.WithDescription("Time until the breaker next admits a probe; 0 when calls are admitted now."))
+	add(MetricBreakerRetryAfter, err)
+	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
+		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
+	add(MetricTransitionsDropped, err)
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	for i, terminal := range []bool{false, true} {
+		in.scOverflow[i] = addOpts(
+			attribute.String(AttrDependency, Overflow), attribute.String(AttrTool, Overflow),
+			attribute.String(AttrReason, Overflow), attribute.Bool(AttrTerminal, terminal))
+	}
+	in.turnsOver = addOpts(attribute.String(AttrReason, Overflow))
+	return in, nil
+}
+
+func addOpts(kv ...attribute.KeyValue) []metric.AddOption {
+	return []metric.AddOption{metric.WithAttributeSet(attribute.NewSet(kv...))}
+}
+
+func handlePanic() {
+	if r := recover(); r != nil {
+		otel.Handle(fmt.Errorf("adkbreaker telemetry: %v", r))
+	}
+}
