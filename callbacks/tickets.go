@@ -22,7 +22,7 @@ type pending struct {
 }
 
 const (
-	ticketShards = 64
+	ticketShards = 16
 	// smallPending entries per shard live in a slice scanned linearly:
 	// cheaper than hashing for the usual 0–2 calls in flight per shard.
 	smallPending = 16
