@@ -1,36 +1,15 @@
-// Package config loads adkbreaker configuration from a YAML or JSON file:
-// dependencies, the tools mapped to them, their breaker policies and the
-// per-invocation limits. Decoding is strict (unknown fields are errors) and
-// every validation problem is reported at once, named by its field path.
-//
-//	version: 1
-//	defaults:
-//	  short_circuit_limit: 2
-//	  turn_limit: 5
-//	  policy:
-//	    consecutive_failures: 5
-//	    open_for: 30s
-//	dependencies:
-//	  billing-api:
-//	    tools: [get_invoice, "billing_*"]
-//	    alternatives: [search_cached_invoices]
-//	    policy:
-//	      consecutive_failures: 3
-//	      open_for: 1m
 package config
 
 import (
-	"bytes"
-	"encoding/json"
-	"errors"
 	"fmt"
+	"io"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
-
-	"gopkg.in/yaml.v3"
+	"unicode"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -42,8 +21,8 @@ type File struct {
 	// Defaults apply to every dependency without its own setting.
 	Defaults Defaults `json:"defaults" yaml:"defaults"`
 	// Dependencies, by configured name (the dependency key shown to the model).
-	Dependencies map[string]Dependency `json:"dependencies" yaml:"dependencies"`
-	// Models declares model failover chains (see package failover).
+	Dependencies map[string]Dependency `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
+	// Models declares model failover chains, by chain name.
 	Models map[string]ModelChain `json:"models,omitempty" yaml:"models,omitempty"`
 }
 
@@ -60,7 +39,8 @@ type Defaults struct {
 	// UnmappedTools is "protect" (default: a breaker per tool name) or
 	// "pass_through".
 	UnmappedTools string `json:"unmapped_tools,omitempty" yaml:"unmapped_tools,omitempty"`
-	// MaxBreakers caps the registry. 0 means 1024.
+	// MaxBreakers caps the registry. 0 means registry.DefaultMaxBreakers
+	// (1024). It must be at least the number of dependencies.
 	MaxBreakers int `json:"max_breakers,omitempty" yaml:"max_breakers,omitempty"`
 	// Policy is the default breaker policy.
 	Policy Policy `json:"policy" yaml:"policy"`
@@ -79,19 +59,22 @@ type Dependency struct {
 }
 
 // Policy mirrors registry.Policy with durations written as strings ("30s",
-// "1m30s") or numbers of seconds. Zero or absent fields inherit.
+// "1m30s") or numbers of seconds. Zero or absent fields inherit: from
+// Defaults.Policy in a dependency's policy, from the registry defaults in
+// Defaults.Policy. The two switches are pointers so that a dependency can
+// turn off what the defaults turn on (no_jitter: false).
 type Policy struct {
 	ConsecutiveFailures int      `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
 	FailureRate         float64  `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
 	MinCalls            int      `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
 	Window              Duration `json:"window,omitempty" yaml:"window,omitempty"`
-	DisableFailureRate  bool     `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
+	DisableFailureRate  *bool    `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
 	SlowCall            Duration `json:"slow_call,omitempty" yaml:"slow_call,omitempty"`
 	OpenFor             Duration `json:"open_for,omitempty" yaml:"open_for,omitempty"`
 	OpenBackoff         float64  `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
 	MaxOpenFor          Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
 	OpenJitter          float64  `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
-	NoJitter            bool     `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
+	NoJitter            *bool    `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
 	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
@@ -118,64 +101,9 @@ type ModelEndpoint struct {
 	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
 	// Timeout bounds one call to this endpoint (0: none of ours).
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
-	// Policy overrides the model default policy.
+	// Policy is this endpoint's breaker policy; zero fields mean the registry
+	// defaults.
 	Policy *Policy `json:"policy,omitempty" yaml:"policy,omitempty"`
-}
-
-// Duration is a time.Duration that decodes from "30s"-style strings or from
-// a number of seconds.
-type Duration time.Duration
-
-// UnmarshalJSON accepts "1m30s" or 90 (seconds).
-func (d *Duration) UnmarshalJSON(b []byte) error {
-	b = bytes.TrimSpace(b)
-	if len(b) > 0 && b[0] == '"' {
-		var s string
-		if err := json.Unmarshal(b, &s); err != nil {
-			return err
-		}
-		return d.parse(s)
-	}
-	var f float64
-	if err := json.Unmarshal(b, &f); err != nil {
-		return fmt.Errorf("duration: want a string like \"30s\" or a number of seconds, got %s", b)
-	}
-	return d.seconds(f)
-}
-
-// MarshalJSON writes the duration as a string.
-func (d Duration) MarshalJSON() ([]byte, error) { return json.Marshal(time.Duration(d).String()) }
-
-// UnmarshalYAML accepts "1m30s" or 90 (seconds).
-func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
-	if n.Kind != yaml.ScalarNode {
-		return fmt.Errorf("line %d: duration: want a scalar", n.Line)
-	}
-	if n.Tag == "!!int" || n.Tag == "!!float" {
-		var f float64
-		if err := n.Decode(&f); err != nil {
-			return err
-		}
-		return d.seconds(f)
-	}
-	return d.parse(n.Value)
-}
-
-func (d *Duration) parse(s string) error {
-	v, err := time.ParseDuration(strings.TrimSpace(s))
-	if err != nil {
-		return fmt.Errorf("duration: %q: want a value like \"30s\" or \"1m30s\"", s)
-	}
-	*d = Duration(v)
-	return nil
-}
-
-func (d *Duration) seconds(f float64) error {
-	if f != f || f > float64(1<<62)/float64(time.Second) || f < -float64(1<<62)/float64(time.Second) {
-		return fmt.Errorf("duration: %v seconds out of range", f)
-	}
-	*d = Duration(f * float64(time.Second))
-	return nil
 }
 
 // Format is a file format.
@@ -188,158 +116,321 @@ const (
 	JSON
 )
 
+// String returns "YAML" or "JSON".
+func (f Format) String() string {
+	switch f {
+	case YAML:
+		return "YAML"
+	case JSON:
+		return "JSON"
+	}
+	return fmt.Sprintf("Format(%d)", int(f))
+}
+
 // MaxFileBytes bounds a configuration file.
 const MaxFileBytes = 1 << 20
 
-// Load reads and validates a configuration file; the format comes from the
-// extension (.yaml, .yml or .json).
-func Load(path string) (*File, error) {
-	var f Format
+// maxMappingKeys bounds the keys of one YAML mapping: yaml.v3 checks keys
+// for duplicates in quadratic time (100,000 keys take half a minute).
+const maxMappingKeys = 10_000
+
+// FormatOf returns the format of a file from its extension (.yaml, .yml or
+// .json, in any case).
+func FormatOf(path string) (Format, error) {
 	switch strings.ToLower(filepath.Ext(path)) {
 	case ".yaml", ".yml":
-		f = YAML
+		return YAML, nil
 	case ".json":
-		f = JSON
-	default:
-		return nil, fmt.Errorf("config %s: unknown extension (want .yaml, .yml or .json)", path)
+		return JSON, nil
 	}
-	b, err := os.ReadFile(path)
+	return 0, fmt.Errorf("config %s: unknown extension %q (want .yaml, .yml or .json)", path, filepath.Ext(path))
+}
+
+// Load reads and validates a configuration file; the format comes from the
+// extension (.yaml, .yml or .json). An invalid file returns an *Error naming
+// the file and listing every problem.
+func Load(path string) (*File, error) {
+	format, err := FormatOf(path)
+	if err != nil {
+		return nil, err
+	}
+	fh, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("config: %w", err)
 	}
-	c, err := Parse(b, f)
+	defer fh.Close()
+	// Read at most one byte more than the limit: a huge file (or a device)
+	// is refused without reading it all.
+	b, err := io.ReadAll(io.LimitReader(fh, MaxFileBytes+1))
 	if err != nil {
-		return nil, fmt.Errorf("config %s: %w", path, err)
+		return nil, fmt.Errorf("config: %w", err)
+	}
+	c, err := Parse(b, format)
+	if err != nil {
+		e := *asError(err)
+		e.File = path
+		return nil, &e
 	}
 	return c, nil
 }
 
-// Parse decodes and validates configuration. Unknown fields are errors.
+// Parse decodes and validates configuration. Unknown fields, duplicate keys
+// and values of the wrong type are errors. An invalid configuration returns
+// an *Error listing every problem, each named by its field path and, where
+// known, its line.
 func Parse(data []byte, format Format) (*File, error) {
 	if len(data) > MaxFileBytes {
-		return nil, fmt.Errorf("file is %d bytes; the limit is %d", len(data), MaxFileBytes)
+		return nil, &Error{Problems: []Problem{{Message: fmt.Sprintf("the file is larger than the limit of %d bytes", MaxFileBytes)}}}
 	}
-	var c File
+	var d decoded
 	switch format {
-	case JSON:
-		dec := json.NewDecoder(bytes.NewReader(data))
-		dec.DisallowUnknownFields()
-		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("decode: %w", jsonErr(err))
-		}
-		if dec.More() {
-			return nil, errors.New("decode: trailing data after the JSON object")
-		}
 	case YAML:
-		dec := yaml.NewDecoder(bytes.NewReader(data))
-		dec.KnownFields(true)
-		if err := dec.Decode(&c); err != nil {
-			return nil, fmt.Errorf("decode: %w", err)
-		}
+		d = decodeYAML(data)
+	case JSON:
+		d = decodeJSON(data)
 	default:
-		return nil, fmt.Errorf("unknown format %d", format)
+		return nil, fmt.Errorf("config: unknown format %d", int(format))
 	}
-	if err := c.Validate(); err != nil {
-		return nil, err
+	ps := d.problems
+	if !d.fatal {
+		covered := d.coverage()
+		for _, p := range d.file.validate() {
+			if !covered(p.Path) {
+				ps = append(ps, p)
+			}
+		}
 	}
-	return &c, nil
+	if len(ps) == 0 {
+		return d.file, nil
+	}
+	d.pos.locate(ps)
+	return nil, &Error{Problems: ps}
 }
 
-func jsonErr(err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return fmt.Errorf("%s: want %s, got JSON %s", te.Field, te.Type, te.Value)
-	}
-	return err
+// decoded is the outcome of decoding, before validation.
+type decoded struct {
+	file     *File
+	problems []Problem
+	// fatal: file is incomplete in ways validation cannot tell apart from
+	// real problems (a syntax error, a value of the wrong type at the top).
+	fatal bool
+	// scopes are paths whose values were not decoded; validation problems
+	// under them are consequences, not news.
+	scopes []string
+	pos    positions
 }
 
-// Validate reports every problem at once, each named by its field path.
+// coverage returns whether a path is in or under a scope.
+func (d *decoded) coverage() func(path string) bool {
+	set := make(map[string]bool, len(d.scopes))
+	for _, s := range d.scopes {
+		set[s] = true
+	}
+	return func(path string) bool {
+		if len(set) == 0 {
+			return false
+		}
+		for p := path; ; p = parent(p) {
+			if set[p] {
+				return true
+			}
+			if p == "" {
+				return false
+			}
+		}
+	}
+}
+
+// Validate reports every problem at once, each named by its field path, as
+// an *Error; nil if the configuration is valid.
 func (c *File) Validate() error {
-	var errs []error
-	if c.Version != 1 {
-		errs = append(errs, fmt.Errorf("version: must be 1, got %d", c.Version))
+	return problems(c.validate()).err()
+}
+
+func (c *File) validate() problems {
+	var ps problems
+	switch {
+	case c.Version == 0:
+		ps.add("version", "required; must be 1")
+	case c.Version != 1:
+		ps.add("version", "must be 1, got %d", c.Version)
 	}
 	d := c.Defaults
 	if d.ShortCircuitLimit < 0 {
-		errs = append(errs, fmt.Errorf("defaults.short_circuit_limit: must be ≥ 0, got %d", d.ShortCircuitLimit))
+		ps.add("defaults.short_circuit_limit", "must be ≥ 0, got %d", d.ShortCircuitLimit)
 	}
 	if d.TurnLimit < 0 {
-		errs = append(errs, fmt.Errorf("defaults.turn_limit: must be ≥ 0, got %d", d.TurnLimit))
+		ps.add("defaults.turn_limit", "must be ≥ 0, got %d", d.TurnLimit)
 	}
-	if d.MaxBreakers < 0 {
-		errs = append(errs, fmt.Errorf("defaults.max_breakers: must be ≥ 0, got %d", d.MaxBreakers))
+	switch {
+	case d.MaxBreakers < 0:
+		ps.add("defaults.max_breakers", "must be ≥ 0, got %d", d.MaxBreakers)
+	case d.MaxBreakers == 0 && len(c.Dependencies) > registry.DefaultMaxBreakers:
+		ps.add("defaults.max_breakers", "%d dependencies are configured but the default cap is %d; set max_breakers to at least %[1]d", len(c.Dependencies), registry.DefaultMaxBreakers)
+	case d.MaxBreakers > 0 && d.MaxBreakers < len(c.Dependencies):
+		ps.add("defaults.max_breakers", "must be at least the number of dependencies (%d), got %d", len(c.Dependencies), d.MaxBreakers)
 	}
 	switch d.UnmappedTools {
 	case "", "protect", "pass_through":
 	default:
-		errs = append(errs, fmt.Errorf("defaults.unmapped_tools: must be \"protect\" or \"pass_through\", got %q", d.UnmappedTools))
+		ps.add("defaults.unmapped_tools", "must be \"protect\" or \"pass_through\", got %s", quoteShort(d.UnmappedTools, 40))
 	}
-	errs = appendPolicyErrs(errs, "defaults.policy", d.Policy.Registry())
-	seen := map[string]string{}
-	for _, name := range sortedKeys(c.Dependencies) {
+	defErrs := splitErrs("defaults.policy", d.Policy.Registry().Validate(), "")
+	ps = append(ps, defErrs...)
+	ps = c.validateDependencies(ps, len(defErrs) == 0)
+	ps = append(ps, c.validateModels()...)
+	return ps
+}
+
+// toolRef is where a tool name or pattern is mapped.
+type toolRef struct {
+	dep string
+	i   int
+}
+
+func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
+	names := sortedKeys(c.Dependencies)
+	exact := map[string]toolRef{}
+	var patterns []struct {
+		glob string
+		ref  toolRef
+	}
+	seen := map[string]toolRef{}
+	for _, name := range names {
 		dep := c.Dependencies[name]
-		p := "dependencies." + name
-		if !registry.Key(name).Valid() || strings.ContainsAny(name, " \t") {
-			errs = append(errs, fmt.Errorf("%s: invalid dependency name (1–%d printable bytes, no spaces)", p, registry.MaxKeyLen))
+		p := "dependencies." + seg(name)
+		if !validName(name) {
+			ps.add(p, "invalid dependency name %s: use 1–%d bytes of printable text without spaces", quoteShort(name, 40), registry.MaxKeyLen)
 		}
 		for i, t := range dep.Tools {
-			if strings.TrimSpace(t) == "" {
-				errs = append(errs, fmt.Errorf("%s.tools[%d]: empty", p, i))
+			tp := index(p+".tools", i)
+			switch {
+			case strings.TrimSpace(t) == "":
+				ps.add(tp, "empty tool name")
+				continue
+			case strings.TrimSpace(t) != t:
+				ps.add(tp, "%q has leading or trailing spaces", t)
 				continue
 			}
-			if prev, ok := seen[t]; ok {
-				errs = append(errs, fmt.Errorf("%s.tools[%d]: %q is also mapped to %q", p, i, t, prev))
+			if _, err := path.Match(t, ""); err != nil {
+				ps.add(tp, "invalid pattern %s: %v (patterns use Go's path.Match syntax: *, ?, [a-z])", quoteShort(t, 60), err)
 				continue
 			}
-			seen[t] = name
+			if prev, dup := seen[t]; dup {
+				if prev.dep == name {
+					ps.add(tp, "%q is listed twice (also tools[%d])", t, prev.i)
+				} else {
+					ps.add(tp, "%q is also mapped to dependency %q (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, prev.dep, seg(prev.dep), prev.i)
+				}
+				continue
+			}
+			ref := toolRef{name, i}
+			seen[t] = ref
+			if isPattern(t) {
+				patterns = append(patterns, struct {
+					glob string
+					ref  toolRef
+				}{t, ref})
+			} else {
+				exact[t] = ref
+			}
 		}
 		if dep.Policy != nil {
-			errs = append(errs, policyErrs(p+".policy", c.PolicyFor(name))...)
+			ps = append(ps, c.dependencyPolicyProblems(name, p+".policy", defaultsValid)...)
 		}
 	}
-	errs = append(errs, c.validateModels()...)
-	return errors.Join(errs...)
-}
-
-func appendPolicyErrs(errs []error, prefix string, p registry.Policy) []error {
-	return append(errs, policyErrs(prefix, p)...)
-}
-
-func policyErrs(prefix string, p registry.Policy) []error {
-	err := p.Validate()
-	if err == nil {
-		return nil
-	}
-	var out []error
-	if j, ok := err.(interface{ Unwrap() []error }); ok {
-		for _, e := range j.Unwrap() {
-			out = append(out, fmt.Errorf("%s.%w", prefix, e))
+	// owner mirrors how the plugin resolves a tool: an exact name first, then
+	// the first matching pattern in dependency-name order. The pattern scan
+	// has a budget, so a pathological file (100,000 patterns and as many
+	// alternatives) cannot make validation quadratic; past it, only exact
+	// names are checked.
+	budget := 1 << 20
+	owner := func(tool string) (toolRef, bool) {
+		if r, ok := exact[tool]; ok {
+			return r, true
 		}
-		return out
+		for _, pt := range patterns {
+			if budget--; budget < 0 {
+				break
+			}
+			if ok, _ := path.Match(pt.glob, tool); ok {
+				return pt.ref, true
+			}
+		}
+		return toolRef{}, false
 	}
-	return []error{fmt.Errorf("%s.%w", prefix, err)}
+	for _, name := range names {
+		p := "dependencies." + seg(name)
+		for i, a := range c.Dependencies[name].Alternatives {
+			ap := index(p+".alternatives", i)
+			if strings.TrimSpace(a) == "" {
+				ps.add(ap, "empty tool name")
+				continue
+			}
+			if r, ok := owner(a); ok && r.dep == name {
+				ps.add(ap, "%q is a tool of this dependency (it matches tools[%d]), so it is unavailable too; name a tool of another backend", a, r.i)
+			}
+		}
+	}
+	return ps
 }
 
-func mapKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+// dependencyPolicyProblems validates a dependency's policy as the registry
+// will see it: merged over defaults.policy. A problem the override has on
+// its own is reported as is; one that only the merge has (a cross-field rule
+// such as max_open_for ≥ open_for, met by one of the two policies alone) says
+// that inherited fields are involved. The override alone is not enough: a
+// zero field means "inherit", not the registry default it would mean alone.
+func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) []Problem {
+	own := splitErrs(path, c.Dependencies[name].Policy.Registry().Validate(), "")
+	if !defaultsValid {
+		// defaults.policy is reported already; the override alone is the best
+		// judge left.
+		return own
 	}
-	return out
+	merged := splitErrs(path, c.PolicyFor(name).Validate(), "")
+	for i, m := range merged {
+		if !slices.Contains(own, m) {
+			merged[i].Message += " (with fields inherited from defaults.policy)"
+		}
+	}
+	return merged
 }
 
-// Registry converts p to a registry.Policy.
+// validName reports whether a dependency name is a valid registry key made
+// of printable runes without spaces.
+func validName(name string) bool {
+	if !registry.Key(name).Valid() {
+		return false
+	}
+	for _, r := range name {
+		if !unicode.IsPrint(r) || r == ' ' {
+			return false
+		}
+	}
+	return true
+}
+
+// isPattern reports whether a tool name is a path.Match pattern (the plugin's
+// rule).
+func isPattern(s string) bool { return strings.ContainsAny(s, `*?[\`) }
+
+// Registry converts p to a registry.Policy (an unset switch is false).
 func (p Policy) Registry() registry.Policy {
 	return registry.Policy{
 		ConsecutiveFailures: p.ConsecutiveFailures, FailureRate: p.FailureRate, MinCalls: p.MinCalls,
-		Window: time.Duration(p.Window), DisableFailureRate: p.DisableFailureRate, SlowCall: time.Duration(p.SlowCall),
+		Window: time.Duration(p.Window), DisableFailureRate: isTrue(p.DisableFailureRate), SlowCall: time.Duration(p.SlowCall),
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
-		OpenJitter: p.OpenJitter, NoJitter: p.NoJitter, HalfOpenProbes: p.HalfOpenProbes,
+		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
 	}
 }
 
-// Merge returns base with every non-zero field of over applied.
+func isTrue(b *bool) bool { return b != nil && *b }
+
+// Merge returns base with every non-zero field of over applied. The switches
+// (DisableFailureRate, NoJitter) are on if either has them on: a
+// registry.Policy cannot say "explicitly off". Policy.Apply can.
 func Merge(base, over registry.Policy) registry.Policy {
 	setI := func(dst *int, v int) {
 		if v != 0 {
@@ -374,23 +465,41 @@ func Merge(base, over registry.Policy) registry.Policy {
 }
 
 // PolicyFor returns the effective policy of a dependency: the default policy
-// with the dependency's own fields applied.
+// with the dependency's own fields applied. Fields still zero mean the
+// registry defaults (registry.Policy.WithDefaults).
 func (c *File) PolicyFor(name string) registry.Policy {
 	p := c.Defaults.Policy.Registry()
 	if d, ok := c.Dependencies[name]; ok && d.Policy != nil {
-		p = Merge(p, d.Policy.Registry())
+		p = d.Policy.Apply(p)
 	}
 	return p
 }
 
-// RegistryOptions returns the registry options the file describes.
+// Apply returns base with the fields p sets applied: non-zero numbers and
+// durations, and the switches written in the file, false included (so
+// no_jitter: false turns off a no_jitter inherited from base). Unlike Merge,
+// it can turn a switch off.
+func (p Policy) Apply(base registry.Policy) registry.Policy {
+	out := Merge(base, p.Registry())
+	if p.DisableFailureRate != nil {
+		out.DisableFailureRate = *p.DisableFailureRate
+	}
+	if p.NoJitter != nil {
+		out.NoJitter = *p.NoJitter
+	}
+	return out
+}
+
+// RegistryOptions returns the registry options the file describes: the
+// default policy, the cap and the effective policy of every dependency that
+// has a policy of its own.
 func (c *File) RegistryOptions() []registry.Option {
 	opts := []registry.Option{registry.WithDefaultPolicy(c.Defaults.Policy.Registry())}
 	if c.Defaults.MaxBreakers > 0 {
 		opts = append(opts, registry.WithMaxBreakers(c.Defaults.MaxBreakers))
 	}
-	for name, d := range c.Dependencies {
-		if d.Policy != nil {
+	for _, name := range sortedKeys(c.Dependencies) {
+		if c.Dependencies[name].Policy != nil {
 			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
 		}
 	}
@@ -398,7 +507,10 @@ func (c *File) RegistryOptions() []registry.Option {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	k := mapKeys(m)
+	k := make([]string, 0, len(m))
+	for name := range m {
+		k = append(k, name)
+	}
 	slices.Sort(k)
 	return k
 }

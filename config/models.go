@@ -1,9 +1,10 @@
 package config
 
 import (
-	"fmt"
 	"net/url"
 	"strings"
+
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // Model backends.
@@ -12,53 +13,67 @@ const (
 	BackendVertexAI  = "vertex_ai"
 )
 
-func (c *File) validateModels() []error {
-	var errs []error
+func (c *File) validateModels() problems {
+	var ps problems
 	for _, name := range sortedKeys(c.Models) {
-		ch := c.Models[name]
-		p := "models." + name
+		p := "models." + seg(name)
 		if strings.TrimSpace(name) == "" {
-			errs = append(errs, fmt.Errorf("%s: empty chain name", p))
+			ps.add(p, "empty chain name")
 		}
-		if len(ch.Endpoints) == 0 {
-			errs = append(errs, fmt.Errorf("%s.endpoints: a chain needs at least one endpoint", p))
+		ps = append(ps, c.Models[name].validate(p)...)
+	}
+	return ps
+}
+
+func (ch ModelChain) validate(p string) problems {
+	var ps problems
+	if len(ch.Endpoints) == 0 {
+		ps.add(p+".endpoints", "a chain needs at least one endpoint")
+	}
+	seen := map[string]int{}
+	for i, e := range ch.Endpoints {
+		ep := index(p+".endpoints", i)
+		if strings.TrimSpace(e.Model) == "" {
+			ps.add(ep+".model", "required")
 		}
-		seen := map[string]int{}
-		for i, e := range ch.Endpoints {
-			ep := fmt.Sprintf("%s.endpoints[%d]", p, i)
-			if strings.TrimSpace(e.Model) == "" {
-				errs = append(errs, fmt.Errorf("%s.model: required", ep))
+		switch e.Backend {
+		case BackendGeminiAPI:
+			if e.Location != "" || e.Project != "" {
+				ps.add(ep, "location/project apply to vertex_ai only")
 			}
-			switch e.Backend {
-			case BackendGeminiAPI:
-				if e.Location != "" || e.Project != "" {
-					errs = append(errs, fmt.Errorf("%s: location/project apply to vertex_ai only", ep))
-				}
-			case BackendVertexAI:
-			case "":
-				errs = append(errs, fmt.Errorf("%s.backend: required (%q or %q)", ep, BackendGeminiAPI, BackendVertexAI))
-			default:
-				errs = append(errs, fmt.Errorf("%s.backend: unknown backend %q (want %q or %q)", ep, e.Backend, BackendGeminiAPI, BackendVertexAI))
+		case BackendVertexAI:
+			if e.APIKeyEnv != "" && (e.Location != "" || e.Project != "") {
+				ps.add(ep+".api_key_env", "a Vertex AI API key (express mode) excludes location/project")
 			}
-			if e.BaseURL != "" {
-				if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-					errs = append(errs, fmt.Errorf("%s.base_url: want an http(s) URL", ep))
-				}
+		case "":
+			ps.add(ep+".backend", "required (%q or %q)", BackendGeminiAPI, BackendVertexAI)
+		default:
+			ps.add(ep+".backend", "unknown backend %s (want %q or %q)", quoteShort(e.Backend, 40), BackendGeminiAPI, BackendVertexAI)
+		}
+		if e.BaseURL != "" {
+			if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+				ps.add(ep+".base_url", "want an http(s) URL")
 			}
-			if e.Timeout < 0 {
-				errs = append(errs, fmt.Errorf("%s.timeout: must be ≥ 0", ep))
-			}
-			id := e.Identity()
-			if j, dup := seen[id]; dup {
-				errs = append(errs, fmt.Errorf("%s: duplicate of endpoints[%d] (%s)", ep, j, id))
-			}
-			seen[id] = i
-			if e.Policy != nil {
-				errs = append(errs, policyErrs(ep+".policy", e.Policy.Registry())...)
-			}
+		}
+		if e.APIKeyEnv != "" && strings.ContainsAny(e.APIKeyEnv, " \t=") {
+			ps.add(ep+".api_key_env", "want an environment variable name, got %s", quoteShort(e.APIKeyEnv, 40))
+		}
+		if e.Timeout < 0 {
+			ps.add(ep+".timeout", "must be ≥ 0")
+		}
+		id := e.Identity()
+		if strings.TrimSpace(e.Model) != "" && !registry.Key(id).Valid() {
+			ps.add(ep, "identity %s is not a valid breaker key (at most %d printable bytes; shorten base_url)", quoteShort(id, 60), registry.MaxKeyLen)
+		}
+		if j, dup := seen[id]; dup {
+			ps.add(ep, "duplicate of endpoints[%d] (%s)", j, id)
+		}
+		seen[id] = i
+		if e.Policy != nil {
+			ps = append(ps, splitErrs(ep+".policy", e.Policy.Registry().Validate(), "")...)
 		}
 	}
-	return errs
+	return ps
 }
 
 // Identity is the endpoint's breaker identity: model, backend and

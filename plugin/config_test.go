@@ -185,3 +185,30 @@ func TestConfigManyBadOptions(t *testing.T) {
 		t.Skipf("known gap: limits are not reported alongside registry problems:\n%v", err)
 	}
 }
+
+// TestConfigWithSharedRegistry: a file can configure a plugin on a shared
+// registry built from the same file; a registry whose policies differ is an
+// error naming the dependency, never a silently ignored policy.
+func TestConfigWithSharedRegistry(t *testing.T) {
+	f, err := config.Parse([]byte(`
+version: 1
+defaults:
+  policy: {consecutive_failures: 4}
+dependencies:
+  billing-api:
+    tools: [get_invoice]
+    policy: {open_for: 1m}
+`), config.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	shared := registry.MustNew(f.RegistryOptions()...)
+	if _, err := breaker.New(breaker.WithRegistry(shared), breaker.WithConfig(f)); err != nil {
+		t.Fatalf("file + registry built from it: %v", err)
+	}
+	other := registry.MustNew()
+	_, err = breaker.New(breaker.WithRegistry(other), breaker.WithConfig(f))
+	if err == nil || !strings.Contains(err.Error(), "dependencies.billing-api.policy") || !strings.Contains(err.Error(), "defaults.policy") {
+		t.Fatalf("want both mismatches named, got %v", err)
+	}
+}

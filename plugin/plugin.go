@@ -25,14 +25,15 @@ type optionFunc func(*settings)
 func (f optionFunc) apply(s *settings) { f(s) }
 
 type settings struct {
-	name     string
-	reg      *registry.Registry
-	regOpts  []registry.Option
-	cb       callbacks.Config
-	file     *config.File
-	filePath string
-	errs     []error
-	tel      *telemetryConfig // telemetry.go; nil when off
+	name    string
+	reg     *registry.Registry
+	regOpts []registry.Option
+	cb      callbacks.Config
+	files   []*config.File
+	// fileRegOpts counts the entries of regOpts that came from files.
+	fileRegOpts int
+	errs        []error
+	tel         *telemetryConfig // telemetry.go; nil when off
 }
 
 // WithName sets the plugin name (ADK requires unique names). Default "adkbreaker".
@@ -163,7 +164,10 @@ func WithConfigFile(path string) Option {
 }
 
 func (s *settings) applyFile(f *config.File) {
-	s.regOpts = append(s.regOpts, f.RegistryOptions()...)
+	ro := f.RegistryOptions()
+	s.regOpts = append(s.regOpts, ro...)
+	s.fileRegOpts += len(ro)
+	s.files = append(s.files, f)
 	d := f.Defaults
 	if d.ShortCircuitLimit != 0 {
 		s.cb.ShortCircuitLimit = d.ShortCircuitLimit
@@ -216,32 +220,65 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 	}
 	reg := s.reg
 	switch {
-	case reg != nil && len(s.regOpts) > 0:
-		errs = append(errs, errors.New("registry options (policies, clock, max breakers) cannot be combined with WithRegistry; configure the shared registry instead"))
-	case reg == nil:
+	case reg != nil:
+		if len(s.regOpts) > s.fileRegOpts {
+			errs = append(errs, errors.New("registry options (WithPolicy, WithDefaultPolicy, WithClock, WithMaxBreakers) cannot be combined with WithRegistry; configure the shared registry instead"))
+		}
+		// A configuration file's policies must already be the shared
+		// registry's (build it with File.RegistryOptions()): never ignore
+		// a policy silently.
+		for _, f := range s.files {
+			errs = append(errs, policyMismatches(f, reg)...)
+		}
+	default:
 		r, err := registry.New(s.regOpts...)
 		if err != nil {
 			errs = append(errs, err)
 		}
 		reg = r
 	}
-	s.cb.Registry = reg
-	if reg != nil {
-		watch, err := s.tel.attach(&s.cb) // telemetry.go: adds its Observer
-		if err != nil {
+	if reg == nil {
+		// Still check the rest of the configuration, so that every problem
+		// is reported at once.
+		s.cb.Registry = registry.MustNew()
+		if _, err := callbacks.New(s.cb); err != nil {
 			errs = append(errs, err)
 		}
-		h, err := callbacks.New(s.cb)
-		if err != nil {
-			errs = append(errs, err)
-		}
-		if err := errors.Join(errs...); err != nil {
-			return nil, "", fmt.Errorf("adkbreaker: %w", err)
-		}
-		watch(h)
-		return h, s.name, nil
+		return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))
 	}
-	return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))
+	s.cb.Registry = reg
+	watch, err := s.tel.attach(&s.cb) // telemetry.go: adds its Observer
+	if err != nil {
+		errs = append(errs, err)
+	}
+	h, err := callbacks.New(s.cb)
+	if err != nil {
+		errs = append(errs, err)
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, "", fmt.Errorf("adkbreaker: %w", err)
+	}
+	watch(h)
+	return h, s.name, nil
+}
+
+// policyMismatches reports the file's dependency and default policies that
+// differ from the shared registry's.
+func policyMismatches(f *config.File, reg *registry.Registry) []error {
+	var errs []error
+	const unconfigured = registry.Key("\x00adkbreaker-default-probe")
+	if want, got := f.Defaults.Policy.Registry().WithDefaults(), reg.PolicyFor(unconfigured); want != got {
+		errs = append(errs, errors.New("defaults.policy: differs from the shared registry's default policy; build the registry with File.RegistryOptions()"))
+	}
+	for _, name := range sortedNames(f.Dependencies) {
+		if f.Dependencies[name].Policy == nil {
+			continue
+		}
+		if want, got := f.PolicyFor(name).WithDefaults(), reg.PolicyFor(registry.Key(name)); want != got {
+			errs = append(errs, fmt.Errorf("dependencies.%s.policy: differs from the shared registry's policy for %q; build the registry with File.RegistryOptions()", name, name))
+		}
+	}
+	return errs
 }
 
 // New returns the adkbreaker ADK plugin. Register it FIRST in

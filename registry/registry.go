@@ -139,7 +139,7 @@ func New(opts ...Option) (*Registry, error) {
 	if cfg.max == 0 {
 		cfg.max = DefaultMaxBreakers
 	}
-	if len(resolved) > cfg.max {
+	if cfg.max > 0 && len(resolved) > cfg.max {
 		errs = append(errs, fmt.Errorf("max breakers: %d policies configured but the cap is %d", len(resolved), cfg.max))
 	}
 	if cfg.queue < 0 {

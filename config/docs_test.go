@@ -1,0 +1,104 @@
+package config_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/adkbreaker/adkbreaker/config"
+)
+
+const docPath = "../docs/configuration.md"
+
+// docBlock returns the fenced block between "<!-- BEGIN name" and
+// "<!-- END name -->" in docs/configuration.md, without its fences.
+func docBlock(t *testing.T, doc, name string) string {
+	t.Helper()
+	begin := strings.Index(doc, "<!-- BEGIN "+name)
+	end := strings.Index(doc, "<!-- END "+name+" -->")
+	if begin < 0 || end < begin {
+		t.Fatalf("%s: no block %s", docPath, name)
+	}
+	block := doc[begin:end]
+	block = block[strings.Index(block, "\n```")+1:]
+	block = block[strings.Index(block, "\n")+1:] // drop the opening fence
+	close := strings.LastIndex(block, "```")
+	if close < 0 {
+		t.Fatalf("%s: block %s is not fenced", docPath, name)
+	}
+	return block[:close]
+}
+
+// TestDocs keeps docs/configuration.md true: its full example is
+// testdata/example.yaml (which must parse), its invalid example produces
+// exactly the error text shown, its JSON example parses, and it lists every
+// plugin option.
+func TestDocs(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+
+	example := readFile(t, "example.yaml")
+	if got := docBlock(t, doc, "example.yaml"); got != string(example) {
+		t.Errorf("the example in %s differs from testdata/example.yaml; keep them identical", docPath)
+	}
+	f, err := config.Parse(example, config.YAML)
+	if err != nil {
+		t.Fatalf("testdata/example.yaml: %v", err)
+	}
+	if len(f.Dependencies) != 3 || len(f.Models["assistant"].Endpoints) != 2 {
+		t.Errorf("example: %d dependencies, %d endpoints", len(f.Dependencies), len(f.Models["assistant"].Endpoints))
+	}
+
+	if _, err := config.Parse([]byte(docBlock(t, doc, "example.json")), config.JSON); err != nil {
+		t.Errorf("JSON example in %s: %v", docPath, err)
+	}
+
+	_, err = config.Parse([]byte(docBlock(t, doc, "bad.yaml")), config.YAML)
+	var ce *config.Error
+	if !errors.As(err, &ce) {
+		t.Fatalf("invalid example in %s: got %v, want a *config.Error", docPath, err)
+	}
+	ce.File = "adkbreaker.yaml"
+	if got, want := ce.Error()+"\n", docBlock(t, doc, "bad.out"); got != want {
+		t.Errorf("the error shown in %s is not what Parse returns.\nshown:\n%s\nParse:\n%s", docPath, want, got)
+	}
+}
+
+// TestDocsListEveryOption: every exported With… option of package plugin has
+// a line in docs/configuration.md.
+func TestDocsListEveryOption(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob("../plugin/*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	re := regexp.MustCompile(`(?m)^func (With\w+)\(`)
+	n := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			n++
+			if !strings.Contains(string(b), "| `"+m[1]+"(") {
+				t.Errorf("plugin option %s (%s) is missing from the options table of %s", m[1], filepath.Base(name), docPath)
+			}
+		}
+	}
+	if n == 0 {
+		t.Error("found no plugin options")
+	}
+}
