@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -576,5 +577,93 @@ func TestAlternativesAndLastGood(t *testing.T) {
 	}
 	if lg.Result["invoice"] != "/invoices/42" || lg.AgeSeconds != 7 {
 		t.Fatalf("last_good = %+v, want the healthy result, 7s old", lg)
+	}
+}
+
+// TestToolPanicCountsAsFailure: functiontool recovers a panic into an error;
+// the breaker counts it as a failure.
+func TestToolPanicCountsAsFailure(t *testing.T) {
+	h, err := breaker.NewHandler(breaker.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 2, DisableFailureRate: true}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := breaker.FromHandler(h, "")
+	boom, _ := functiontool.New(functiontool.Config{Name: "boom", Description: "panics"},
+		func(tool.Context, struct{}) (map[string]any, error) { panic("nil map write at 0xc000123456") })
+	llm := scripted.New("s", callOnce("boom", nil))
+	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: llm, Tools: []tool.Tool{boom}})
+	r, _ := runner.New(runner.Config{AppName: "p", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	for i := range 2 {
+		for _, err := range r.Run(t.Context(), "u", fmt.Sprint("s", i), genai.NewContentFromText("x", genai.RoleUser), agent.RunConfig{}) {
+			if err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	b, _ := h.Registry().Lookup("boom")
+	if c := b.Counts(); b.State() != registry.StateOpen || c.Trips != 1 {
+		t.Fatalf("after two panics: state %v, counts %+v", b.State(), c)
+	}
+}
+
+// TestPerDependencyClassifier: a dependency can decide that its 404s are
+// failures (say, a gateway that answers 404 when its upstream is gone).
+func TestPerDependencyClassifier(t *testing.T) {
+	e := newEnv(t, callOnce("get_invoice", map[string]any{"id": "1"}),
+		breaker.WithDependencyOptions("billing-api", callbacks.Dependency{
+			Classify: func(err error) (registry.Outcome, bool) {
+				var se *callbacks.StatusError
+				if errors.As(err, &se) && se.Code == http.StatusNotFound {
+					return registry.Failure, true
+				}
+				return 0, false
+			},
+		}))
+	e.backend.SetMode(fakebackend.NotFound)
+	for range 3 {
+		e.mustTurn("x")
+	}
+	if st := e.breaker("billing-api").State(); st != registry.StateOpen {
+		t.Fatalf("state = %v, want open: the override counts 404 as a failure", st)
+	}
+}
+
+// TestCallbacksOnAgentConfig: the callbacks work registered on one agent's
+// llmagent.Config, without the plugin.
+func TestCallbacksOnAgentConfig(t *testing.T) {
+	reg := registry.MustNew()
+	h, err := callbacks.New(callbacks.Config{Registry: reg, Mappings: []callbacks.Mapping{{Tools: []string{"get_*"}, Dependency: "billing-api"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := reg.Isolate("billing-api"); err != nil {
+		t.Fatal(err)
+	}
+	calls := atomic.Int64{}
+	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "x"},
+		func(tool.Context, struct{}) (map[string]any, error) { calls.Add(1); return map[string]any{"ok": true}, nil })
+	llm := scripted.New("s", callOnce("get_invoice", nil))
+	a, err := llmagent.New(llmagent.Config{
+		Name: "a", Model: llm, Tools: []tool.Tool{getInvoice},
+		BeforeToolCallbacks:  []llmagent.BeforeToolCallback{h.BeforeTool},
+		OnToolErrorCallbacks: []llmagent.OnToolErrorCallback{h.OnToolError},
+		AfterToolCallbacks:   []llmagent.AfterToolCallback{h.AfterTool},
+		BeforeModelCallbacks: []llmagent.BeforeModelCallback{h.BeforeModel},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := runner.New(runner.Config{AppName: "p", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true})
+	var evs []*session.Event
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("x", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		evs = append(evs, ev)
+	}
+	info, ok := degrade.Parse(functionResponses(evs)[0].Response)
+	if !ok || info.Dependency != "billing-api" || calls.Load() != 0 {
+		t.Fatalf("payload %+v ok=%v, tool calls %d", info, ok, calls.Load())
 	}
 }
