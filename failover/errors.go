@@ -1,0 +1,118 @@
+package failover
+
+import (
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// ErrUnavailable matches (errors.Is) every *Error: no endpoint of the chain
+// could answer.
+var ErrUnavailable = errors.New("failover: no model endpoint could answer")
+
+// Attempt is what happened at one endpoint of a call that failed over.
+type Attempt struct {
+	Endpoint registry.Key
+	Model    string
+	Reason   Reason
+	// RetryAfter is when the endpoint may be tried again, as known then.
+	RetryAfter time.Duration
+	// Err is the endpoint's error; nil when it was skipped (breaker open or
+	// held).
+	Err error
+}
+
+// Error is yielded when no endpoint of the chain could answer: each was
+// skipped or failed with an error that fails over. errors.Is(err,
+// ErrUnavailable) is true; errors.Is(err, registry.ErrOpen) is true when
+// every endpoint was skipped without a call; errors.As reaches the endpoints'
+// own errors (genai.APIError, say) through Unwrap.
+type Error struct {
+	// Model is the failover Model's name.
+	Model string
+	// Attempts lists every endpoint in chain order.
+	Attempts []Attempt
+	// RetryAfter is when the first endpoint may be tried again; zero when
+	// one may be tried now (it failed, but its breaker is still closed).
+	RetryAfter time.Duration
+}
+
+func (e *Error) Error() string {
+	var b strings.Builder
+	b.WriteString("failover: model ")
+	b.WriteString(e.Model)
+	b.WriteString(": no endpoint could answer")
+	for i, a := range e.Attempts {
+		if i == 0 {
+			b.WriteString(": ")
+		} else {
+			b.WriteString("; ")
+		}
+		b.WriteString(string(a.Endpoint))
+		b.WriteString(" (")
+		b.WriteString(string(a.Reason))
+		if a.RetryAfter > 0 {
+			b.WriteString(", retry after ")
+			b.WriteString(a.RetryAfter.Round(time.Second).String())
+		}
+		if a.Err != nil {
+			b.WriteString(": ")
+			b.WriteString(truncate(a.Err.Error(), 200))
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
+
+// Unwrap returns the endpoints' errors.
+func (e *Error) Unwrap() []error {
+	var out []error
+	for _, a := range e.Attempts {
+		if a.Err != nil {
+			out = append(out, a.Err)
+		}
+	}
+	return out
+}
+
+// Is reports whether target is ErrUnavailable, or registry.ErrOpen when no
+// endpoint was called.
+func (e *Error) Is(target error) bool {
+	return target == ErrUnavailable || (target == registry.ErrOpen && e.allSkipped())
+}
+
+// RetryAfterHint returns e.RetryAfter (registry.RetryHinter), so an agent
+// used as a tool reports it to the calling agent's breaker.
+func (e *Error) RetryAfterHint() time.Duration { return e.RetryAfter }
+
+func (e *Error) allSkipped() bool {
+	for _, a := range e.Attempts {
+		if a.Err != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// Event is one failover hop: a call left From for To.
+type Event struct {
+	// Model is the failover Model's name.
+	Model string
+	// From is the endpoint left, and FromModel its model name.
+	From      registry.Key
+	FromModel string
+	// To is the next endpoint in the chain, and ToModel its model name;
+	// empty when From was the last (the call then fails or, with
+	// WithAnswerWhenUnavailable, answers that the assistant is unavailable).
+	To      registry.Key
+	ToModel string
+	Reason  Reason
+	// RetryAfter is when From may be tried again, as known now.
+	RetryAfter time.Duration
+	// Err is From's error; nil when it was skipped.
+	Err error
+	// At is the registry clock's time of the hop.
+	At time.Time
+}

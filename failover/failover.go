@@ -1,0 +1,508 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Endpoint is one model endpoint of a chain: a model.LLM and the identity of
+// the breaker that guards it.
+type Endpoint struct {
+	// LLM calls the endpoint. Required. It receives a clone of the request
+	// with Model set to ModelName; it may mutate that clone.
+	LLM model.LLM
+	// Key is the breaker identity: model name plus backend and location or
+	// base URL, so that "the model is down" in one region does not trip
+	// another. If empty, EndpointKey(ModelName, <LLM's backend>, "").
+	// Endpoints built from configuration use config.ModelEndpoint.Identity.
+	Key registry.Key
+	// ModelName is the model name sent to the endpoint (LLMRequest.Model).
+	// If empty, LLM.Name().
+	ModelName string
+	// Timeout bounds one call: the wait for a unary answer, or for the first
+	// chunk of a stream. When it expires the call counts as a failure of the
+	// endpoint and the chain moves on. If 0, none of ours (the caller's
+	// deadline still applies, and is never counted against the endpoint).
+	Timeout time.Duration
+}
+
+// EndpointKey returns the breaker key of an endpoint, in the format of
+// config.ModelEndpoint.Identity: "model:<model>@<backend>/<location or base URL>".
+func EndpointKey(modelName, backend, where string) registry.Key {
+	return registry.Key("model:" + modelName + "@" + backend + "/" + where)
+}
+
+// Model is a model.LLM that calls an ordered chain of endpoints, each behind
+// its own breaker in a shared registry, and fails over to the next endpoint
+// when one is open or fails before answering. It also implements
+// callbacks.ModelGuard, so the adkbreaker plugin can end a turn readably when
+// every endpoint is unavailable (plugin.WithModelGuard).
+//
+// A Model is safe for concurrent use.
+type Model struct {
+	name     string
+	reg      *registry.Registry
+	clock    registry.Clock
+	eps      []endpoint
+	log      *slog.Logger
+	logs     *limiter
+	classify Classifier
+	quotaLoc *time.Location
+	onEvent  func(context.Context, Event)
+	answer   bool
+	noMeta   bool
+
+	pending atomic.Int64
+	unsub   func()
+	once    sync.Once
+}
+
+type endpoint struct {
+	Endpoint
+	idx      int
+	br       *registry.Breaker
+	keyAny   any // boxed once: response metadata values are shared
+	modelAny any
+
+	// holdUntil is the end of a hold set from a server's retry hint or an
+	// exhausted daily quota, in the registry clock's UnixNano; 0 for none.
+	// The fast path reads it with one atomic load.
+	holdUntil  atomic.Int64
+	holdMu     sync.Mutex
+	holdReason Reason // Guarded by holdMu.
+}
+
+var (
+	_ model.LLM            = (*Model)(nil)
+	_ callbacks.ModelGuard = (*Model)(nil)
+	_ googleLLM            = (*Model)(nil)
+	_ registry.RetryHinter = (*Error)(nil)
+)
+
+// googleLLM is ADK's internal googlellm.GoogleLLM interface (matched by
+// method set).
+type googleLLM interface {
+	GetGoogleLLMVariant() genai.Backend
+}
+
+// Option configures New and FromConfig. Options apply in order; later ones win.
+type Option interface{ apply(*settings) }
+
+type optionFunc func(*settings)
+
+func (f optionFunc) apply(s *settings) { f(s) }
+
+type settings struct {
+	log       *slog.Logger
+	interval  time.Duration
+	classify  Classifier
+	quotaLoc  *time.Location
+	onEvent   func(context.Context, Event)
+	answer    bool
+	noMeta    bool
+	transport transportFactory
+	errs      []error
+}
+
+// DefaultLogInterval is how often one kind of failover line is logged: one
+// line per (from, to, reason) per interval, with a count of the suppressed.
+const DefaultLogInterval = 10 * time.Second
+
+// WithLogger sets the logger for failover lines. Default slog.Default(),
+// resolved in New.
+func WithLogger(l *slog.Logger) Option {
+	return optionFunc(func(s *settings) {
+		if l == nil {
+			s.errs = append(s.errs, errors.New("logger: must not be nil"))
+			return
+		}
+		s.log = l
+	})
+}
+
+// WithLogInterval sets how often one kind of failover line (same from, to
+// and reason) is logged. If 0, DefaultLogInterval. A negative interval logs
+// every failover.
+func WithLogInterval(d time.Duration) Option {
+	return optionFunc(func(s *settings) { s.interval = d })
+}
+
+// WithClassifier overrides the classification of endpoint errors. c is
+// consulted first; when it returns ok=false, Classify decides. The caller's
+// cancellation and the endpoint's Timeout are decided before c is asked.
+func WithClassifier(c Classifier) Option {
+	return optionFunc(func(s *settings) {
+		if c == nil {
+			s.errs = append(s.errs, errors.New("classifier: must not be nil"))
+			return
+		}
+		s.classify = c
+	})
+}
+
+// WithDailyQuotaReset sets the time zone whose midnight resets daily quotas:
+// an endpoint whose per-day quota is exhausted is held until then (capped by
+// its policy's MaxRetryHint). Default UTC. The Gemini API documents Pacific
+// time for its per-day limits: pass time.LoadLocation("America/Los_Angeles")
+// where tzdata is available.
+func WithDailyQuotaReset(loc *time.Location) Option {
+	return optionFunc(func(s *settings) {
+		if loc == nil {
+			s.errs = append(s.errs, errors.New("daily quota reset: location must not be nil"))
+			return
+		}
+		s.quotaLoc = loc
+	})
+}
+
+// WithOnFailover registers fn to receive every failover hop, synchronously on
+// the calling goroutine (after the log line, which is rate-limited; fn is
+// not). fn must be fast and must not block; telemetry counters belong here.
+func WithOnFailover(fn func(ctx context.Context, ev Event)) Option {
+	return optionFunc(func(s *settings) {
+		if fn == nil {
+			s.errs = append(s.errs, errors.New("on failover: must not be nil"))
+			return
+		}
+		s.onEvent = fn
+	})
+}
+
+// WithAnswerWhenUnavailable makes GenerateContent answer with a final model
+// response the user can read ("The assistant is temporarily unavailable…")
+// when no endpoint could answer, instead of yielding an error. The adkbreaker
+// plugin does the same from BeforeModel when every breaker is open; this
+// option covers what the plugin cannot see: agents used as tools (ADK runs
+// no plugin inside them) and chains whose last endpoint failed.
+func WithAnswerWhenUnavailable() Option {
+	return optionFunc(func(s *settings) { s.answer = true })
+}
+
+// WithoutResponseMetadata stops GenerateContent from writing the endpoint
+// and failover keys into LLMResponse.CustomMetadata (two allocations per
+// response). Span attributes and log lines are unaffected.
+func WithoutResponseMetadata() Option {
+	return optionFunc(func(s *settings) { s.noMeta = true })
+}
+
+// New returns a failover Model named name (its Name(), which ADK uses as
+// the generate_content span name and as LLMRequest.Model in callbacks).
+// Endpoints are tried in order; each gets the breaker for its Key from reg,
+// so the plugin, snapshots and telemetry see the same breakers.
+//
+// The breakers use reg's policy for their keys. Model endpoints want a
+// conservative policy (see DefaultPolicy): create reg with
+// registry.WithPolicy(key, failover.DefaultPolicy()) for each endpoint, or
+// with PolicyOptions. New logs a warning for an endpoint that falls back to
+// reg's default policy and trips more easily than DefaultPolicy.
+//
+// Invalid arguments return one error listing every problem.
+func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Option) (*Model, error) {
+	s := settings{interval: DefaultLogInterval, quotaLoc: time.UTC}
+	for _, o := range opts {
+		if o == nil {
+			s.errs = append(s.errs, errors.New("nil option"))
+			continue
+		}
+		o.apply(&s)
+	}
+	errs := s.errs
+	if strings.TrimSpace(name) == "" {
+		errs = append(errs, errors.New("name: must not be empty"))
+	}
+	if reg == nil {
+		errs = append(errs, errors.New("registry: must not be nil"))
+	}
+	if len(endpoints) == 0 {
+		errs = append(errs, errors.New("endpoints: a chain needs at least one endpoint"))
+	}
+	m := &Model{
+		name: name, reg: reg, log: s.log, classify: s.classify, quotaLoc: s.quotaLoc,
+		onEvent: s.onEvent, answer: s.answer, noMeta: s.noMeta,
+	}
+	if m.log == nil {
+		m.log = slog.Default()
+	}
+	m.eps = make([]endpoint, len(endpoints))
+	seen := map[registry.Key]int{}
+	for i, e := range endpoints {
+		p := fmt.Sprintf("endpoints[%d]", i)
+		if e.LLM == nil {
+			errs = append(errs, fmt.Errorf("%s.llm: required", p))
+		}
+		if e.ModelName == "" && e.LLM != nil {
+			e.ModelName = e.LLM.Name()
+		}
+		if strings.TrimSpace(e.ModelName) == "" {
+			errs = append(errs, fmt.Errorf("%s.model_name: required (the LLM's Name() is empty)", p))
+		}
+		if e.Key == "" && e.ModelName != "" {
+			e.Key = EndpointKey(e.ModelName, backendName(e.LLM), "")
+		}
+		if e.Timeout < 0 {
+			errs = append(errs, fmt.Errorf("%s.timeout: must be ≥ 0, got %s", p, e.Timeout))
+		}
+		if e.Key != "" {
+			if !e.Key.Valid() {
+				errs = append(errs, fmt.Errorf("%s.key: %q is not a valid registry key (1–%d printable bytes)", p, e.Key, registry.MaxKeyLen))
+			} else if j, dup := seen[e.Key]; dup {
+				errs = append(errs, fmt.Errorf("%s.key: duplicate of endpoints[%d] (%s)", p, j, e.Key))
+			} else {
+				seen[e.Key] = i
+			}
+		}
+		m.eps[i] = endpoint{Endpoint: e, idx: i, keyAny: string(e.Key), modelAny: e.ModelName}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("failover: %w", err)
+	}
+	for i := range m.eps {
+		ep := &m.eps[i]
+		br, err := reg.Get(ep.Key)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("endpoints[%d]: %w", i, err))
+			continue
+		}
+		ep.br = br
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("failover: %w", err)
+	}
+	m.clock = reg.Clock()
+	m.logs = newLimiter(s.interval)
+	m.checkPolicies()
+	// An operator's Registry.Reset of an endpoint also ends its hint hold.
+	m.unsub = reg.Subscribe(func(t registry.Transition) {
+		if t.Cause != registry.CauseReset {
+			return
+		}
+		for i := range m.eps {
+			if m.eps[i].Key == t.Key {
+				m.eps[i].clearHold()
+			}
+		}
+	})
+	return m, nil
+}
+
+// MustNew is New that panics on error, for package-level variables and samples.
+func MustNew(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Option) *Model {
+	m, err := New(name, reg, endpoints, opts...)
+	if err != nil {
+		panic(err)
+	}
+	return m
+}
+
+// policyProbeKey is never a configured key (control characters are invalid),
+// so PolicyFor returns the registry's default policy for it.
+const policyProbeKey registry.Key = "\x00failover-default-probe"
+
+func (m *Model) checkPolicies() {
+	def := m.reg.PolicyFor(policyProbeKey)
+	safe := DefaultPolicy()
+	for i := range m.eps {
+		ep := &m.eps[i]
+		p := ep.br.Policy()
+		if m.reg.PolicyFor(ep.Key) != def {
+			continue // configured for this key: the user chose it
+		}
+		if p.ConsecutiveFailures < safe.ConsecutiveFailures || (!p.DisableFailureRate && p.MinCalls < safe.MinCalls) {
+			m.log.Warn("adkbreaker: model endpoint uses the registry's default breaker policy, which trips more easily than failover.DefaultPolicy(); a breaker that trips easily silently demotes every user to the fallback model",
+				slog.String("model", m.name), slog.String("endpoint", string(ep.Key)),
+				slog.Int("consecutive_failures", p.ConsecutiveFailures), slog.Int("min_calls", p.MinCalls),
+				slog.String("fix", "registry.WithPolicy(key, failover.DefaultPolicy()) or failover.PolicyOptions"))
+		}
+	}
+}
+
+// Close stops the Model's registry subscription (which ends hint holds when
+// an operator resets an endpoint). The Model keeps working without it.
+func (m *Model) Close() {
+	m.once.Do(func() {
+		if m.unsub != nil {
+			m.unsub()
+		}
+	})
+}
+
+// Name returns the configured name.
+func (m *Model) Name() string { return m.name }
+
+// Registry returns the registry holding the endpoints' breakers.
+func (m *Model) Registry() *registry.Registry { return m.reg }
+
+// Endpoints returns the chain, in order, as configured (keys and model names
+// filled in).
+func (m *Model) Endpoints() []Endpoint {
+	out := make([]Endpoint, len(m.eps))
+	for i := range m.eps {
+		out[i] = m.eps[i].Endpoint
+	}
+	return out
+}
+
+// Keys returns the endpoints' breaker keys, in chain order (for
+// LogTransitions, PolicyOptions, dashboards).
+func (m *Model) Keys() []registry.Key {
+	out := make([]registry.Key, len(m.eps))
+	for i := range m.eps {
+		out[i] = m.eps[i].Key
+	}
+	return out
+}
+
+// GetGoogleLLMVariant reports the backend (Gemini API or Vertex AI) of the
+// endpoint the next call would try first: the first whose breaker admits
+// calls now, or the primary when none does. ADK asks this before calling the
+// model (output-schema handling, file uploads, telemetry), so it cannot know
+// which endpoint will answer; mixing backends in one chain makes that
+// answer a prediction.
+func (m *Model) GetGoogleLLMVariant() genai.Backend {
+	for i := range m.eps {
+		if m.eps[i].wait(m.clock) == 0 {
+			return variant(m.eps[i].LLM)
+		}
+	}
+	return variant(m.eps[0].LLM)
+}
+
+func variant(l model.LLM) genai.Backend {
+	if g, ok := l.(googleLLM); ok {
+		return g.GetGoogleLLMVariant()
+	}
+	return genai.BackendUnspecified
+}
+
+func backendName(l model.LLM) string {
+	switch variant(l) {
+	case genai.BackendGeminiAPI:
+		return "gemini_api"
+	case genai.BackendVertexAI:
+		return "vertex_ai"
+	default:
+		return "unspecified"
+	}
+}
+
+// ModelUnavailable implements callbacks.ModelGuard: for the model named name
+// (this Model's Name()), it reports whether no endpoint can be tried now
+// (every breaker refuses, or the endpoint is held after a server's retry
+// hint or an exhausted daily quota), and when the first one can.
+func (m *Model) ModelUnavailable(name string) (bool, time.Duration) {
+	if name != m.name {
+		return false, 0
+	}
+	first := time.Duration(-1)
+	for i := range m.eps {
+		w := m.eps[i].wait(m.clock)
+		if w <= 0 {
+			return false, 0
+		}
+		if first < 0 || w < first {
+			first = w
+		}
+	}
+	return true, first
+}
+
+// Pending returns how many admitted endpoint calls await their outcome. It
+// is zero whenever no GenerateContent iteration is in progress, however the
+// iterations ended (answer, error, consumer break, panic); tests and health
+// checks use it.
+func (m *Model) Pending() int { return int(m.pending.Load()) }
+
+// EndpointStatus is a point-in-time view of one endpoint.
+type EndpointStatus struct {
+	Key     registry.Key
+	Model   string
+	Breaker registry.Status
+	// Hold is what remains of a hold set from a server's retry hint or an
+	// exhausted daily quota (zero for none), and HoldReason why.
+	Hold       time.Duration
+	HoldReason Reason
+}
+
+// Status returns the status of every endpoint, in chain order.
+func (m *Model) Status() []EndpointStatus {
+	out := make([]EndpointStatus, len(m.eps))
+	now := m.clock.Now()
+	for i := range m.eps {
+		ep := &m.eps[i]
+		h, r := ep.hold(now)
+		out[i] = EndpointStatus{Key: ep.Key, Model: ep.ModelName, Breaker: ep.br.Status(), Hold: h, HoldReason: r}
+	}
+	return out
+}
+
+// wait is how long until ep may be called: the larger of its hold and its
+// breaker's RetryAfter; zero when it may be called now.
+func (ep *endpoint) wait(c registry.Clock) time.Duration {
+	var h time.Duration
+	if ep.holdUntil.Load() != 0 {
+		h, _ = ep.hold(c.Now())
+	}
+	return max(h, ep.br.RetryAfter())
+}
+
+// hold returns the remaining hold and its reason.
+func (ep *endpoint) hold(now time.Time) (time.Duration, Reason) {
+	u := ep.holdUntil.Load()
+	if u == 0 {
+		return 0, ""
+	}
+	d := time.Duration(u - now.UnixNano())
+	if d <= 0 {
+		return 0, ""
+	}
+	ep.holdMu.Lock()
+	r := ep.holdReason
+	ep.holdMu.Unlock()
+	return d, r
+}
+
+// setHold extends the hold to now+d (never shortens it).
+func (ep *endpoint) setHold(now time.Time, d time.Duration, r Reason) {
+	if d <= 0 {
+		return
+	}
+	until := now.Add(d).UnixNano()
+	ep.holdMu.Lock()
+	if until > ep.holdUntil.Load() {
+		ep.holdUntil.Store(until)
+		ep.holdReason = r
+	}
+	ep.holdMu.Unlock()
+}
+
+func (ep *endpoint) clearHold() {
+	ep.holdMu.Lock()
+	ep.holdUntil.Store(0)
+	ep.holdReason = ""
+	ep.holdMu.Unlock()
+}
+
+// GenerateContent calls the chain. See the package documentation for when
+// it fails over; in short: endpoints whose breaker refuses (or that are held
+// after a retry hint) are skipped; an endpoint that fails with a 5xx, a 429,
+// a transport error or our Timeout before yielding anything is left for the
+// next; once a response has been yielded the call stays on that endpoint,
+// and a later error is yielded as it is.
+func (m *Model) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		m.generate(ctx, req, stream, yield)
+	}
+}

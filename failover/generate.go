@@ -1,0 +1,466 @@
+package failover
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/trace"
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Response metadata keys (LLMResponse.CustomMetadata) and span attribute
+// keys. They are API: dashboards and tests read them.
+const (
+	// AttrEndpoint is the key of the endpoint that answered.
+	AttrEndpoint = "adkbreaker.model.endpoint"
+	// AttrEndpointModel is the model name sent to that endpoint.
+	AttrEndpointModel = "adkbreaker.model.endpoint_model"
+	// AttrFailoverFrom is the key of the first endpoint the call left (the
+	// one it would have used); present only when a failover happened.
+	AttrFailoverFrom = "adkbreaker.model.failover_from"
+	// AttrFailoverReason is why the call left AttrFailoverFrom.
+	AttrFailoverReason = "adkbreaker.model.failover_reason"
+	// AttrFailovers is how many endpoints the call left (span only).
+	AttrFailovers = "adkbreaker.model.failovers"
+	// AttrMidstreamError is true when the answering endpoint failed after
+	// its first chunk; the error was yielded, not failed over (span only).
+	AttrMidstreamError = "adkbreaker.model.midstream_error"
+	// AttrUnavailable is true when no endpoint could answer.
+	AttrUnavailable = "adkbreaker.model.unavailable"
+	// EventFailover is the span event added for every failover hop, with
+	// attributes from, to, reason and retry_after_s.
+	EventFailover = "adkbreaker.model.failover"
+)
+
+// errTimeout is the cancellation cause of an endpoint's own Timeout.
+var errTimeout = errors.New("failover: endpoint timeout")
+
+// chain is the state of one GenerateContent call across endpoints.
+type chain struct {
+	from       int // index of the first endpoint left; -1 for none
+	fromReason Reason
+	hops       int
+	attempts   []Attempt // allocated only on the failover path
+}
+
+func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool, yield func(*model.LLMResponse, error) bool) {
+	if req == nil {
+		req = &model.LLMRequest{}
+	}
+	c := chain{from: -1}
+	for i := range m.eps {
+		ep := &m.eps[i]
+		if ep.holdUntil.Load() != 0 {
+			if h, r := ep.hold(m.clock.Now()); h > 0 {
+				m.leave(ctx, &c, ep, r, max(h, ep.br.RetryAfter()), nil)
+				continue
+			}
+		}
+		res, d := ep.br.Reserve()
+		if !d.Allowed {
+			m.leave(ctx, &c, ep, ReasonCircuitOpen, d.RetryAfter, nil)
+			continue
+		}
+		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
+		if out.done {
+			return
+		}
+		m.leave(ctx, &c, ep, out.reason, out.wait, out.err)
+	}
+	m.exhausted(ctx, &c, yield)
+}
+
+type attemptOut struct {
+	done   bool // the call ended on this endpoint (answered, or an error was yielded)
+	reason Reason
+	wait   time.Duration
+	err    error
+}
+
+// attempt calls one admitted endpoint. Its state lives in the call (one
+// allocation) rather than in a range-over-func loop, whose body closure
+// would move every captured variable to the heap.
+func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registry.Reservation, req *model.LLMRequest, stream bool, yield func(*model.LLMResponse, error) bool) attemptOut {
+	m.pending.Add(1)
+	cl := newCall(ctx, req, ep.ModelName)
+	cl.m, cl.ep, cl.res, cl.caller, cl.actx, cl.yield = m, ep, res, ctx, ctx, yield
+	cl.from, cl.fromReason, cl.hops = c.from, c.fromReason, c.hops
+	defer cl.settle()
+	if ep.Timeout > 0 {
+		tctx, cancel := context.WithCancelCause(ctx)
+		defer cancel(nil)
+		cl.timer = time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
+		defer cl.timer.Stop()
+		cl.actx = tctx
+		cl.ctx.Context = tctx
+	}
+	ep.LLM.GenerateContent(&cl.ctx, &cl.req, stream)(cl.item)
+	cl.report(registry.Success, 0) // the endpoint finished without an error
+	cl.out.done = !cl.out.failover
+	return cl.out.attemptOut
+}
+
+// item handles one (response, error) pair the endpoint yields.
+func (cl *call) item(resp *model.LLMResponse, err error) bool {
+	if cl.stopped {
+		return false // an endpoint that ignored our false: never yield twice
+	}
+	ok := cl.handle(resp, err)
+	cl.stopped = !ok
+	return ok
+}
+
+func (cl *call) handle(resp *model.LLMResponse, err error) bool {
+	m, ep := cl.m, cl.ep
+	if cl.timer != nil && !cl.yielded {
+		// Our Timeout bounds the wait for the answer or the first chunk; a
+		// stream that has started runs under the caller's deadline.
+		cl.timer.Stop()
+	}
+	if err != nil {
+		v := m.judge(cl.caller, cl.actx, cl, err)
+		now := m.clock.Now()
+		hold := m.holdFor(ep, v, now)
+		cl.report(v.Outcome, max(hold, v.RetryAfter))
+		if hold > 0 {
+			ep.setHold(now, hold, v.Reason)
+		}
+		if !cl.yielded && v.Failover {
+			cl.out.failover = true
+			cl.out.attemptOut = attemptOut{reason: v.Reason, wait: max(hold, ep.br.RetryAfter()), err: err}
+			return false
+		}
+		if cl.yielded {
+			m.midstream(cl.caller, ep, v)
+		} else {
+			m.annotate(cl.caller, cl, ep)
+		}
+		cl.yield(nil, err) // as it is: never a silent switch after a chunk
+		return false
+	}
+	if resp == nil {
+		return true
+	}
+	if !resp.Partial {
+		// A complete answer: the endpoint did its job, whatever the consumer
+		// does next (reporting now also keeps the consumer's processing time
+		// out of probe leases and slow-call timing).
+		cl.report(registry.Success, 0)
+	}
+	if !cl.yielded {
+		cl.yielded = true
+		m.annotate(cl.caller, cl, ep)
+	}
+	m.mark(resp, cl, ep)
+	cl.inYield = true
+	ok := cl.yield(resp, nil)
+	cl.inYield = false
+	if !ok {
+		// The consumer stopped. After partial chunks only, that says nothing
+		// about the endpoint.
+		cl.report(registry.Excluded, 0)
+	}
+	return ok
+}
+
+// report reports the attempt's outcome exactly once.
+func (cl *call) report(o registry.Outcome, hint time.Duration) {
+	if cl.reported {
+		return
+	}
+	cl.reported = true
+	cl.res.Report(o, hint)
+	cl.m.pending.Add(-1)
+}
+
+// settle runs on every exit. An attempt still unreported here is unwinding
+// from a panic (or runtime.Goexit): the consumer's, while we were yielding to
+// it (not the endpoint's fault), or the endpoint's own.
+func (cl *call) settle() {
+	if cl.reported {
+		return
+	}
+	if cl.inYield {
+		cl.report(registry.Excluded, 0)
+	} else {
+		cl.report(registry.Failure, 0)
+	}
+}
+
+// judge classifies an endpoint error. The caller's own cancellation or
+// deadline is never the endpoint's fault; our Timeout always is.
+func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
+	if ctx.Err() != nil {
+		return Verdict{Outcome: registry.Excluded}
+	}
+	if actx != ctx && context.Cause(actx) == errTimeout {
+		return Verdict{Outcome: registry.Failure, Failover: true, Reason: ReasonTimeout}
+	}
+	var v Verdict
+	ok := false
+	if m.classify != nil {
+		v, ok = m.classify(err)
+	}
+	if !ok {
+		v = Classify(err)
+	}
+	if v.Outcome == registry.Failure {
+		v.RetryAfter = max(v.RetryAfter, cl.hint.get()) // Retry-After, via RetryAfterTransport
+	}
+	return v
+}
+
+// holdFor returns how long to hold ep after a failure: until the daily
+// quota resets, or for the server's retry hint; capped by the breaker's
+// MaxRetryHint.
+func (m *Model) holdFor(ep *endpoint, v Verdict, now time.Time) time.Duration {
+	if v.Outcome != registry.Failure {
+		return 0
+	}
+	var d time.Duration
+	switch {
+	case v.Reason == ReasonQuotaExhausted:
+		d = max(untilMidnight(now, m.quotaLoc), v.RetryAfter)
+	case v.RetryAfter > 0:
+		d = v.RetryAfter
+	default:
+		return 0
+	}
+	return min(d, ep.br.Policy().MaxRetryHint)
+}
+
+// untilMidnight is the time from now to the next midnight in loc.
+func untilMidnight(now time.Time, loc *time.Location) time.Duration {
+	t := now.In(loc)
+	next := time.Date(t.Year(), t.Month(), t.Day()+1, 0, 0, 0, 0, loc)
+	return next.Sub(now)
+}
+
+// leave records that the call is leaving ep for the next endpoint, and says
+// so: a log line (rate-limited), a span event and the failover hook.
+func (m *Model) leave(ctx context.Context, c *chain, ep *endpoint, r Reason, wait time.Duration, err error) {
+	if c.from < 0 {
+		c.from, c.fromReason = ep.idx, r
+	}
+	c.hops++
+	c.attempts = append(c.attempts, Attempt{Endpoint: ep.Key, Model: ep.ModelName, Reason: r, RetryAfter: wait, Err: err})
+	ev := Event{Model: m.name, From: ep.Key, FromModel: ep.ModelName, Reason: r, RetryAfter: wait, Err: err, At: m.clock.Now()}
+	if ep.idx+1 < len(m.eps) {
+		to := &m.eps[ep.idx+1]
+		ev.To, ev.ToModel = to.Key, to.ModelName
+		if ok, suppressed := m.logs.allow(limKey{a: string(ev.From), b: string(ev.To), r: string(r)}, ev.At); ok {
+			attrs := []slog.Attr{
+				slog.String("model", m.name), slog.String("from", string(ev.From)), slog.String("to", string(ev.To)),
+				slog.String("reason", string(r)), slog.Duration("retry_after", wait),
+				slog.String("from_model", ev.FromModel), slog.String("to_model", ev.ToModel),
+			}
+			if suppressed > 0 {
+				attrs = append(attrs, slog.Int("suppressed", suppressed))
+			}
+			if err != nil {
+				attrs = append(attrs, slog.String("error", truncate(err.Error(), 300)))
+			}
+			m.log.LogAttrs(ctx, slog.LevelWarn, "adkbreaker: model failover", attrs...)
+		}
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventFailover, trace.WithAttributes(
+			attribute.String("from", string(ev.From)), attribute.String("to", string(ev.To)),
+			attribute.String("reason", string(r)), attribute.Float64("retry_after_s", wait.Seconds()),
+		))
+	}
+	if m.onEvent != nil {
+		m.onEvent(ctx, ev)
+	}
+}
+
+// exhausted ends a call no endpoint answered.
+func (m *Model) exhausted(ctx context.Context, c *chain, yield func(*model.LLMResponse, error) bool) {
+	first := time.Duration(-1)
+	for i := range m.eps {
+		w := m.eps[i].wait(m.clock)
+		if first < 0 || w < first {
+			first = w
+		}
+	}
+	e := &Error{Model: m.name, Attempts: c.attempts, RetryAfter: max(first, 0)}
+	now := m.clock.Now()
+	if ok, suppressed := m.logs.allow(limKey{a: m.name, r: "exhausted"}, now); ok {
+		attrs := []slog.Attr{
+			slog.String("model", m.name), slog.String("first_reason", string(c.fromReason)),
+			slog.Duration("retry_after", e.RetryAfter), slog.Int("endpoints", len(m.eps)),
+		}
+		if suppressed > 0 {
+			attrs = append(attrs, slog.Int("suppressed", suppressed))
+		}
+		m.log.LogAttrs(ctx, slog.LevelError, "adkbreaker: no model endpoint could answer", attrs...)
+	}
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.Bool(AttrUnavailable, true), attribute.Int(AttrFailovers, c.hops))
+		if c.from >= 0 {
+			span.SetAttributes(attribute.String(AttrFailoverFrom, string(m.eps[c.from].Key)),
+				attribute.String(AttrFailoverReason, string(c.fromReason)))
+		}
+	}
+	if !m.answer {
+		yield(nil, e)
+		return
+	}
+	resp := &model.LLMResponse{
+		Content:      genai.NewContentFromText(degrade.ModelUnavailableMessage(e.RetryAfter), genai.RoleModel),
+		TurnComplete: true,
+		FinishReason: genai.FinishReasonStop,
+	}
+	if !m.noMeta {
+		resp.CustomMetadata = map[string]any{AttrUnavailable: true}
+		if c.from >= 0 {
+			resp.CustomMetadata[AttrFailoverFrom] = m.eps[c.from].keyAny
+			resp.CustomMetadata[AttrFailoverReason] = c.fromReason.boxed()
+		}
+	}
+	yield(resp, nil)
+}
+
+// annotate sets the answering endpoint (and the failover, if any) on the
+// span current in ctx: ADK's "generate_content {name}" span.
+func (m *Model) annotate(ctx context.Context, c *call, ep *endpoint) {
+	span := trace.SpanFromContext(ctx)
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(attribute.String(AttrEndpoint, string(ep.Key)), attribute.String(AttrEndpointModel, ep.ModelName))
+	if c.from >= 0 {
+		span.SetAttributes(attribute.String(AttrFailoverFrom, string(m.eps[c.from].Key)),
+			attribute.String(AttrFailoverReason, string(c.fromReason)), attribute.Int(AttrFailovers, c.hops))
+	}
+}
+
+// midstream says, loudly, that a stream failed after its first chunk and
+// the error goes to the caller as it is.
+func (m *Model) midstream(ctx context.Context, ep *endpoint, v Verdict) {
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.SetAttributes(attribute.Bool(AttrMidstreamError, true))
+	}
+	now := m.clock.Now()
+	if ok, suppressed := m.logs.allow(limKey{a: string(ep.Key), r: "midstream"}, now); ok {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "adkbreaker: model stream failed after its first chunk; not failing over",
+			slog.String("model", m.name), slog.String("endpoint", string(ep.Key)),
+			slog.String("outcome", v.Outcome.String()), slog.String("reason", string(v.Reason)),
+			slog.Int("suppressed", suppressed))
+	}
+}
+
+// mark writes the answering endpoint and the failover into the response's
+// CustomMetadata. Existing keys are kept; the map is copied, never written
+// in place, because an endpoint may hand out a shared one.
+func (m *Model) mark(resp *model.LLMResponse, c *call, ep *endpoint) {
+	if m.noMeta {
+		return
+	}
+	n := 2
+	if c.from >= 0 {
+		n = 4
+	}
+	md := make(map[string]any, len(resp.CustomMetadata)+n)
+	for k, v := range resp.CustomMetadata {
+		md[k] = v
+	}
+	setAbsent(md, AttrEndpoint, ep.keyAny)
+	setAbsent(md, AttrEndpointModel, ep.modelAny)
+	if c.from >= 0 {
+		setAbsent(md, AttrFailoverFrom, m.eps[c.from].keyAny)
+		setAbsent(md, AttrFailoverReason, c.fromReason.boxed())
+	}
+	resp.CustomMetadata = md
+}
+
+func setAbsent(md map[string]any, k string, v any) {
+	if _, ok := md[k]; !ok {
+		md[k] = v
+	}
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "…"
+}
+
+// call is one attempt's private copy of the request, and the context the
+// endpoint gets. One allocation: model/gemini mutates the request it is
+// given (appends to Contents, sets Config.HTTPOptions headers) and genai
+// mutates the config, so every attempt needs its own.
+type call struct {
+	ctx  attemptCtx
+	hint hintHolder
+	req  model.LLMRequest
+	cfg  genai.GenerateContentConfig
+	buf  [8]*genai.Content
+
+	// The attempt's state.
+	m            *Model
+	ep           *endpoint
+	res          registry.Reservation
+	caller, actx context.Context // the caller's context; ours (with Timeout)
+	yield        func(*model.LLMResponse, error) bool
+	timer        *time.Timer
+	from         int // the chain so far: first endpoint left, why, how many
+	fromReason   Reason
+	hops         int
+	reported     bool
+	inYield      bool
+	yielded      bool
+	stopped      bool
+	out          struct {
+		attemptOut
+		failover bool
+	}
+}
+
+func newCall(ctx context.Context, req *model.LLMRequest, modelName string) *call {
+	cl := &call{}
+	cl.ctx = attemptCtx{Context: ctx, hint: &cl.hint}
+	cl.req = model.LLMRequest{Model: modelName, Tools: req.Tools}
+	switch n := len(req.Contents); {
+	case req.Contents == nil:
+	case n <= len(cl.buf):
+		cl.req.Contents = append(cl.buf[:0], req.Contents...)
+	default:
+		cl.req.Contents = append(make([]*genai.Content, 0, n+1), req.Contents...)
+	}
+	if req.Config != nil {
+		cl.cfg = *req.Config
+		if o := req.Config.HTTPOptions; o != nil {
+			// Rarely set (ADK clones the agent's config, whose HTTPOptions
+			// is usually nil), so copied on demand: model/gemini sets its
+			// headers here.
+			h := *o
+			h.Headers = o.Headers.Clone()
+			cl.cfg.HTTPOptions = &h
+		}
+		cl.req.Config = &cl.cfg
+	}
+	return cl
+}
+
+// attemptCtx is the caller's context plus the attempt's Retry-After holder,
+// without an allocation of its own (it lives in the call).
+type attemptCtx struct {
+	context.Context
+	hint *hintHolder
+}
+
+func (c *attemptCtx) Value(key any) any {
+	if key == (hintKey{}) {
+		return c.hint
+	}
+	return c.Context.Value(key)
+}

@@ -1,0 +1,62 @@
+package failover
+
+import (
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// DefaultPolicy returns the conservative breaker policy for model endpoints.
+//
+// A tool's breaker that trips too easily costs one tool; a model endpoint's
+// breaker that trips too easily silently demotes every user to the fallback
+// model (usually a smaller one) for the whole hold, on every replica that
+// saw the same blip. Per-call failover already rescues the individual call
+// that fails, so the breaker's only job is to stop paying for an endpoint
+// that is persistently down. Hence, compared with registry defaults:
+//
+//   - ConsecutiveFailures 10 (not 5): Gemini's 503 "model overloaded" comes
+//     in short bursts that per-call failover absorbs.
+//   - FailureRate 0.5 over MinCalls 50 (not 20) in a Window of 5m (not 60s):
+//     the rate needs real volume, and the window must be at least twice the
+//     longest call (a long generation or stream) or failures of long calls
+//     are thrown away.
+//   - OpenFor 30s, doubling on failed probes up to MaxOpenFor 5m: users
+//     return to the primary within seconds of its recovery.
+//   - ProbeLease 5m: a probe is a real model call, possibly a long stream;
+//     the lease must outlive it (failover reports every outcome by defer,
+//     so the lease is only a backstop).
+//   - MaxRetryHint 1h: caps a server's retry hint and the daily-quota hold.
+//     Raise it to 24h to hold an endpoint whose daily quota is exhausted
+//     until the quota resets rather than probing it hourly.
+//   - SlowCall off: model latency varies too much with output length.
+//
+// Register it for each endpoint key: registry.WithPolicy(key, DefaultPolicy()),
+// or PolicyOptions. Zero fields of a Policy mean the registry's defaults, so
+// DefaultPolicy sets every field it relies on.
+func DefaultPolicy() registry.Policy {
+	return registry.Policy{
+		ConsecutiveFailures: 10,
+		FailureRate:         0.5,
+		MinCalls:            50,
+		Window:              5 * time.Minute,
+		OpenFor:             30 * time.Second,
+		OpenBackoff:         2,
+		MaxOpenFor:          5 * time.Minute,
+		HalfOpenProbes:      1,
+		ProbeLease:          5 * time.Minute,
+		MaxRetryHint:        time.Hour,
+	}
+}
+
+// PolicyOptions returns registry options giving each key DefaultPolicy, for
+// registry.New:
+//
+//	reg, err := registry.New(failover.PolicyOptions(primaryKey, fallbackKey)...)
+func PolicyOptions(keys ...registry.Key) []registry.Option {
+	out := make([]registry.Option, 0, len(keys))
+	for _, k := range keys {
+		out = append(out, registry.WithPolicy(k, DefaultPolicy()))
+	}
+	return out
+}
