@@ -460,6 +460,11 @@ func TestGeminiRetryAfterHeaderViaTransport(t *testing.T) {
 	if !strings.Contains(e.logs.String(), "retry_after=20s") {
 		t.Errorf("log lacks retry_after=20s:\n%s", e.logs)
 	}
+	// The hold is the registry's too: the breaker is open for the hint, so
+	// snapshots, notifications and telemetry show it.
+	if b := breakerOf(t, e.reg, e.pKey); b.State() != registry.StateOpen || b.RetryAfter() != 20*time.Second {
+		t.Errorf("primary breaker: %v, retry after %s; want open for the 20s hint", b.State(), b.RetryAfter())
+	}
 }
 
 func TestGeminiDailyQuotaFailsOverAtOnce(t *testing.T) {

@@ -131,6 +131,13 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 		cl.report(v.Outcome, max(hold, v.RetryAfter))
 		if hold > 0 {
 			ep.setHold(now, hold, v.Reason)
+			// Open the endpoint's breaker too, so the hold is in the
+			// registry's state, snapshot and ordered notifications.
+			cause := registry.CauseRetryHint
+			if v.Reason == ReasonQuotaExhausted {
+				cause = registry.CauseQuotaExhausted
+			}
+			ep.br.Trip(hold, cause)
 		}
 		if !cl.yielded && v.Failover {
 			cl.out.failover = true

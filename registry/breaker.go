@@ -67,6 +67,10 @@ type Breaker struct {
 
 	// shortCircuits counts refusals; touched only on the refused path.
 	shortCircuits atomic.Uint64
+	// forceTrip makes the next failure trip (Trip); false otherwise.
+	forceTrip atomic.Bool
+	// tripMu serialises Trip calls.
+	tripMu sync.Mutex
 
 	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
 	// holding mu never calls into gobreaker.
@@ -78,6 +82,7 @@ type Breaker struct {
 	reopens    int          // Guarded by mu: re-trips since the last close.
 	probes     []*ticketRec // Guarded by mu: outstanding half-open probes.
 	nextCause  Cause        // Guarded by mu: cause for the next callback transition.
+	tripExact  bool         // Guarded by mu: Trip in progress: hold = the hint only.
 	lastChange time.Time    // Guarded by mu.
 	trips      uint64       // Guarded by mu: times opened.
 }
@@ -104,7 +109,7 @@ func (b *Breaker) newGobreakerLocked() *gb {
 		// admits a probe only when its own hold has expired.
 		Timeout: time.Nanosecond,
 		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return pol.readyToTrip(c.ConsecutiveFailures, c.TotalSuccesses, c.TotalFailures)
+			return b.forceTrip.Load() || pol.readyToTrip(c.ConsecutiveFailures, c.TotalSuccesses, c.TotalFailures)
 		},
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return err == errExcluded },
@@ -137,9 +142,12 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		if b.nextCause != 0 {
 			cause, b.nextCause = b.nextCause, 0
 		}
-		hold := b.pol.hold(b.reopens)
-		if b.pol.OpenJitter > 0 {
-			hold = b.pol.jitter(hold, b.reg.rand())
+		var hold time.Duration
+		if !b.tripExact { // Trip: the hint alone sets the hold
+			hold = b.pol.hold(b.reopens)
+			if b.pol.OpenJitter > 0 {
+				hold = b.pol.jitter(hold, b.reg.rand())
+			}
 		}
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {

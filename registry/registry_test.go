@@ -376,14 +376,14 @@ func TestStrings(t *testing.T) {
 		registry.NotRefused.String(), registry.RefusedOpen.String(), registry.RefusedProbeBusy.String(),
 		registry.RefusedIsolated.String(), registry.Refusal(9).String(),
 	}
-	for c := registry.CauseTrip; c <= registry.CauseReset+1; c++ {
+	for c := registry.CauseTrip; c <= registry.CauseQuotaExhausted+1; c++ {
 		got = append(got, c.String())
 	}
 	want := []string{
 		"closed", "half_open", "open", "state(9)",
 		"success", "failure", "excluded", "outcome(?)",
 		"admitted", "circuit_open", "half_open_busy", "isolated", "refusal(9)",
-		"trip", "hold_expired", "probe_succeeded", "probe_failed", "lease_expired", "isolated", "reset", "cause(8)",
+		"trip", "hold_expired", "probe_succeeded", "probe_failed", "lease_expired", "isolated", "reset", "retry_hint", "quota_exhausted", "cause(10)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("strings (-want +got):\n%s", diff)

@@ -109,6 +109,12 @@ const (
 	CauseIsolated
 	// CauseReset: an operator reset the dependency to closed.
 	CauseReset
+	// CauseRetryHint: Trip opened the breaker for a server's retry hint (a
+	// 429 with Retry-After or RetryInfo) before the failure threshold.
+	CauseRetryHint
+	// CauseQuotaExhausted: Trip opened the breaker because a quota is spent
+	// (for example a per-day model quota).
+	CauseQuotaExhausted
 )
 
 // String returns a stable snake_case name.
@@ -128,6 +134,10 @@ func (c Cause) String() string {
 		return "isolated"
 	case CauseReset:
 		return "reset"
+	case CauseRetryHint:
+		return "retry_hint"
+	case CauseQuotaExhausted:
+		return "quota_exhausted"
 	default:
 		return fmt.Sprintf("cause(%d)", uint8(c))
 	}

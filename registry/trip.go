@@ -1,0 +1,86 @@
+package registry
+
+import (
+	"errors"
+	"time"
+
+	"github.com/sony/gobreaker/v2"
+)
+
+// Trip opens the breaker now, before its failure threshold, for hold (capped
+// at Policy.MaxRetryHint): the dependency said when to come back — a 429 with
+// a retry hint, a quota spent for the day. The open hold is the hint itself,
+// not the policy's hold (which is for threshold trips); a breaker already
+// open keeps the longer of its hold and the hint. The transition carries
+// cause (CauseRetryHint, CauseQuotaExhausted) and goes to subscribers like
+// any other. Half-open probes in flight are counted as failed. An isolated
+// breaker only records the hold as a floor. A later threshold trip still
+// respects the hint as a floor.
+//
+// The trip counts as one failure of the current generation (which the
+// transition then clears).
+func (b *Breaker) Trip(hold time.Duration, cause Cause) {
+	if hold > 0 {
+		b.ObserveRetryAfter(hold) // the floor the transition will apply
+	}
+	b.tripMu.Lock()
+	defer b.tripMu.Unlock()
+	for range 3 { // bounded: a concurrent close can race one attempt
+		b.mu.Lock()
+		if b.isolated {
+			b.mu.Unlock()
+			return
+		}
+		st := State(b.state.Load())
+		if st == StateOpen {
+			b.mu.Unlock()
+			return // already open; ObserveRetryAfter extended the hold
+		}
+		var probes []*ticketRec
+		if st == StateHalfOpen {
+			probes = append(probes, b.probes...)
+			b.probes = b.probes[:0]
+		}
+		b.nextCause = cause
+		b.tripExact = true
+		b.mu.Unlock()
+
+		if st == StateHalfOpen && len(probes) > 0 {
+			for _, r := range probes {
+				b.failProbe(r)
+			}
+		} else {
+			b.forceTrip.Store(true)
+			done, err := b.cb.Load().Allow()
+			if err == nil {
+				done(errFailure)
+			} else if !errors.Is(err, gobreaker.ErrTooManyRequests) && !errors.Is(err, gobreaker.ErrOpenState) {
+				b.forceTrip.Store(false)
+				break
+			}
+			b.forceTrip.Store(false)
+		}
+		b.mu.Lock()
+		b.nextCause = 0
+		b.tripExact = false
+		open := State(b.state.Load()) == StateOpen
+		b.mu.Unlock()
+		if open {
+			return
+		}
+	}
+	b.mu.Lock()
+	b.nextCause = 0
+	b.tripExact = false
+	b.mu.Unlock()
+}
+
+// failProbe reports a probe as failed unless its real outcome won the race.
+func (b *Breaker) failProbe(r *ticketRec) {
+	if !r.seq.CompareAndSwap(r.issued, r.issued+1) {
+		return
+	}
+	done := r.done
+	r.done = nil
+	done(errFailure)
+}
