@@ -101,8 +101,8 @@ type ModelEndpoint struct {
 	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
 	// Timeout bounds one call to this endpoint (0: none of ours).
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
-	// Policy is this endpoint's breaker policy; zero fields mean the registry
-	// defaults.
+	// Policy is this endpoint's breaker policy; zero fields inherit
+	// failover.DefaultPolicy() (not Defaults.Policy, which is tuned for tools).
 	Policy *Policy `json:"policy,omitempty" yaml:"policy,omitempty"`
 }
 

@@ -56,7 +56,7 @@ func (ch ModelChain) validate(p string) problems {
 			}
 		}
 		if e.APIKeyEnv != "" && strings.ContainsAny(e.APIKeyEnv, " \t=") {
-			ps.add(ep+".api_key_env", "want an environment variable name, got %s", quoteShort(e.APIKeyEnv, 40))
+			ps.add(ep+".api_key_env", "want the name of an environment variable (like GEMINI_API_KEY), not a key; got a %d-byte value that is not a variable name", len(e.APIKeyEnv))
 		}
 		if e.Timeout < 0 {
 			ps.add(ep+".timeout", "must be ≥ 0")

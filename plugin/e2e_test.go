@@ -642,7 +642,10 @@ func TestCallbacksOnAgentConfig(t *testing.T) {
 	}
 	calls := atomic.Int64{}
 	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "x"},
-		func(tool.Context, struct{}) (map[string]any, error) { calls.Add(1); return map[string]any{"ok": true}, nil })
+		func(tool.Context, struct{}) (map[string]any, error) {
+			calls.Add(1)
+			return map[string]any{"ok": true}, nil
+		})
 	llm := scripted.New("s", callOnce("get_invoice", nil))
 	a, err := llmagent.New(llmagent.Config{
 		Name: "a", Model: llm, Tools: []tool.Tool{getInvoice},

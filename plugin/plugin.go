@@ -268,14 +268,14 @@ func policyMismatches(f *config.File, reg *registry.Registry) []error {
 	var errs []error
 	const unconfigured = registry.Key("\x00adkbreaker-default-probe")
 	if want, got := f.Defaults.Policy.Registry().WithDefaults(), reg.PolicyFor(unconfigured); want != got {
-		errs = append(errs, errors.New("defaults.policy: differs from the shared registry's default policy; build the registry with File.RegistryOptions()"))
+		errs = append(errs, errors.New("defaults.policy: differs from the shared registry's default policy; build the registry with File.RegistryOptions() (failover.RegistryOptions(f) when the file has models)"))
 	}
 	for _, name := range sortedNames(f.Dependencies) {
 		if f.Dependencies[name].Policy == nil {
 			continue
 		}
 		if want, got := f.PolicyFor(name).WithDefaults(), reg.PolicyFor(registry.Key(name)); want != got {
-			errs = append(errs, fmt.Errorf("dependencies.%s.policy: differs from the shared registry's policy for %q; build the registry with File.RegistryOptions()", name, name))
+			errs = append(errs, fmt.Errorf("dependencies.%s.policy: differs from the shared registry's policy for %q; build the registry with File.RegistryOptions() (failover.RegistryOptions(f) when the file has models)", name, name))
 		}
 	}
 	return errs
