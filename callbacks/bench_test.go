@@ -98,7 +98,8 @@ func BenchmarkToolPath(b *testing.B) {
 	b.Run("open", func(b *testing.B) {
 		h := newHandler(b)
 		_ = h.Registry().Isolate("get_invoice")
-		benchOpen(b, h, "get_invoice", 0)
+		b.ReportAllocs()
+		benchOpen(h, "get_invoice", 0, b.Loop)
 	})
 	b.Run("gobreaker-parallel", func(b *testing.B) {
 		cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
@@ -135,8 +136,7 @@ func BenchmarkToolPath(b *testing.B) {
 		var g atomic.Int64
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			n := g.Add(1)
-			benchOpenPB(pb, h, "get_invoice", n)
+			benchOpen(h, "get_invoice", g.Add(1), pb.Next)
 		})
 	})
 	b.Run("gobreaker-parallel-deps", func(b *testing.B) {
@@ -174,8 +174,8 @@ func BenchmarkToolPath(b *testing.B) {
 
 // benchOpen short-circuits with a fresh invocation every 4 calls, so counts
 // stay in the realistic range (a turn ends after H=5) and AfterRun's cost is
-// included.
-func benchOpen(b *testing.B, h *callbacks.Handler, name string, g int64) {
+// included. next is b.Loop or a RunParallel pb.Next.
+func benchOpen(h *callbacks.Handler, name string, g int64, next func() bool) {
 	tl := &fakeTool{name: name}
 	invs := make([]string, 1024)
 	for i := range invs {
@@ -183,41 +183,15 @@ func benchOpen(b *testing.B, h *callbacks.Handler, name string, g int64) {
 	}
 	ctx := &fakeToolCtx{Context: context.Background(), call: "adk-call"}
 	ictx := &fakeInvCtx{}
-	i := 0
-	b.ReportAllocs()
-	for b.Loop() {
+	for i := 0; next(); i++ {
 		ctx.inv = invs[(i/4)%len(invs)]
 		if r, _ := h.BeforeTool(ctx, tl, nil); r == nil {
-			b.Fatal("admitted")
+			panic("admitted while open")
 		}
 		h.AfterTool(ctx, tl, nil, nil, nil)
 		if i%4 == 3 {
 			ictx.inv = ctx.inv
 			h.AfterRun(ictx)
 		}
-		i++
-	}
-}
-
-func benchOpenPB(pb *testing.PB, h *callbacks.Handler, name string, g int64) {
-	tl := &fakeTool{name: name}
-	invs := make([]string, 1024)
-	for i := range invs {
-		invs[i] = fmt.Sprintf("e-%d-%d", g, i)
-	}
-	ctx := &fakeToolCtx{Context: context.Background(), call: "adk-call"}
-	ictx := &fakeInvCtx{}
-	i := 0
-	for pb.Next() {
-		ctx.inv = invs[(i/4)%len(invs)]
-		if r, _ := h.BeforeTool(ctx, tl, nil); r == nil {
-			panic("admitted")
-		}
-		h.AfterTool(ctx, tl, nil, nil, nil)
-		if i%4 == 3 {
-			ictx.inv = ctx.inv
-			h.AfterRun(ictx)
-		}
-		i++
 	}
 }

@@ -52,20 +52,5 @@ func (r Reservation) Report(o Outcome, hint time.Duration) {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
 	}
-	b := r.b
-	if hint > 0 {
-		b.ObserveRetryAfter(hint)
-	}
-	var err error
-	switch o {
-	case Failure:
-		err = errFailure
-	case Excluded:
-		err = errExcluded
-	default:
-		if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(r.start) > b.pol.SlowCall {
-			err = errFailure
-		}
-	}
-	r.done(err)
+	r.done(r.b.outcomeErr(o, hint, r.start))
 }

@@ -79,20 +79,7 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	if !probe {
 		ticketPool.Put(r)
 	}
-	if hint > 0 {
-		b.ObserveRetryAfter(hint)
-	}
-	var err error
-	switch o {
-	case Failure:
-		err = errFailure
-	case Excluded:
-		err = errExcluded
-	default:
-		if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
-			err = errFailure
-		}
-	}
+	err := b.outcomeErr(o, hint, start)
 	done(err)
 	if probe {
 		b.mu.Lock()
@@ -105,4 +92,23 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		b.mu.Unlock()
 	}
 	return true
+}
+
+// outcomeErr records a retry hint and translates an outcome into the error
+// handed to gobreaker's done: a success slower than Policy.SlowCall is a
+// failure.
+func (b *Breaker) outcomeErr(o Outcome, hint time.Duration, start time.Time) error {
+	if hint > 0 {
+		b.ObserveRetryAfter(hint)
+	}
+	switch o {
+	case Failure:
+		return errFailure
+	case Excluded:
+		return errExcluded
+	}
+	if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
+		return errFailure
+	}
+	return nil
 }
