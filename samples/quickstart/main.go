@@ -252,7 +252,6 @@ func (reasoning) GenerateContent(_ context.Context, req *model.LLMRequest, _ boo
 	}
 }
 
-
 func decide(req *model.LLMRequest) *model.LLMResponse {
 	last := req.Contents[len(req.Contents)-1]
 	for _, p := range last.Parts {

@@ -1,0 +1,233 @@
+package mcpguard
+
+import (
+	"context"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// op is one operation (a discovery or a tool call) and its one budget. Every
+// leg — connect, each list page, each call attempt — and every backoff is
+// granted only what is left of it, narrowed by the caller's own deadline.
+// An op is used by one goroutine.
+type op struct {
+	s         *server
+	parent    context.Context
+	operation Boundary
+	start     time.Time
+	deadline  time.Time // start + budget
+	attempts  int
+	retries   int
+	granted   time.Duration // of the last leg
+	tool      string
+}
+
+func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {
+	now := time.Now()
+	return &op{
+		s: s, parent: parent, operation: operation, tool: tool,
+		start: now, deadline: now.Add(s.cfg.OperationBudget),
+	}
+}
+
+// leg is a granted leg: its context, which limit bounds it, and a holder for
+// a retry delay the server may ask for.
+type leg struct {
+	ctx      context.Context
+	cancel   context.CancelFunc
+	boundary Boundary
+	limit    Limit
+	granted  time.Duration
+	hint     *hintHolder
+}
+
+// grant computes the time a leg may take, ending no later than legEnd (the
+// leg's own limit), the operation's deadline and the parent's deadline. It
+// returns the binding limit. With less than MinLeg left it refuses: an
+// *Error of class budget_exhausted when the budget or the run's deadline is
+// what ran out, or of class timeout when the leg's own limit did (a
+// discovery whose pages used up DiscoveryTimeout: the server is slow).
+func (o *op) grant(b Boundary, legEnd time.Time, legLimit Limit) (time.Time, time.Duration, Limit, *Error) {
+	now := time.Now()
+	end, limit := legEnd, legLimit
+	if o.deadline.Before(end) {
+		end, limit = o.deadline, LimitOperationBudget
+	}
+	if pd, ok := o.parent.Deadline(); ok && pd.Before(end) {
+		end, limit = pd, LimitRunDeadline
+	}
+	d := end.Sub(now)
+	if d >= o.s.cfg.MinLeg {
+		return end, d, limit, nil
+	}
+	e := o.err(b, nil)
+	e.Limit = limit
+	if limit == legLimit {
+		e.Class, e.Reason, e.Cause = ClassTimeout, ReasonDeadline, context.DeadlineExceeded
+		e.Granted = o.granted
+	} else {
+		e.Class, e.Reason, e.Cause = ClassBudgetExhausted, ReasonBudgetExhausted, ErrBudgetExhausted
+	}
+	return time.Time{}, 0, limit, e
+}
+
+// leg grants a leg and returns its context. The caller must call l.cancel.
+func (o *op) leg(b Boundary, legEnd time.Time, legLimit Limit) (leg, *Error) {
+	end, d, limit, e := o.grant(b, legEnd, legLimit)
+	if e != nil {
+		return leg{}, e
+	}
+	o.granted = d
+	opEnd := o.deadline
+	if pd, ok := o.parent.Deadline(); ok && pd.Before(opEnd) {
+		opEnd = pd
+	}
+	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd}
+	ctx, cancel := context.WithDeadline(context.WithValue(o.parent, hintKey{}, h), end)
+	return leg{ctx: ctx, cancel: cancel, boundary: b, limit: limit, granted: d, hint: h}, nil
+}
+
+// err returns an *Error for this operation at boundary b, with the
+// bookkeeping fields filled in.
+func (o *op) err(b Boundary, cause error) *Error {
+	return &Error{
+		Server: o.s.cfg.Name, Operation: o.operation, Boundary: b, Tool: o.tool,
+		Budget: o.s.cfg.OperationBudget, Elapsed: time.Since(o.start),
+		Attempts: max(o.attempts, 1), Cause: cause,
+	}
+}
+
+// wait sleeps d unless the parent ends first. It reports false when the
+// parent ended.
+func (o *op) wait(d time.Duration) bool {
+	if d <= 0 {
+		return o.parent.Err() == nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return true
+	case <-o.parent.Done():
+		return false
+	}
+}
+
+// fits reports whether waiting d still leaves MinLeg for a further leg,
+// within the budget and the parent's deadline.
+func (o *op) fits(d time.Duration) bool {
+	end := time.Now().Add(d + o.s.cfg.MinLeg)
+	if end.After(o.deadline) {
+		return false
+	}
+	if pd, ok := o.parent.Deadline(); ok && end.After(pd) {
+		return false
+	}
+	return true
+}
+
+// hintKey carries a *hintHolder in a leg's context so that an HTTP round
+// tripper (see HTTPClient) can record a server's Retry-After.
+type hintKey struct{}
+
+type hintHolder struct {
+	d        atomic.Int64
+	maxBytes int       // Server.MaxResultBytes, for HTTPClient's body cap
+	opEnd    time.Time // the operation's deadline (budget and run), for detached writes
+}
+
+// remaining returns the time left to the operation of the leg h belongs to.
+func (h *hintHolder) remaining() time.Duration { return time.Until(h.opEnd) }
+
+func (h *hintHolder) get() time.Duration {
+	if h == nil {
+		return 0
+	}
+	return time.Duration(h.d.Load())
+}
+
+// RecordRetryAfter records a delay a server asked for (HTTP Retry-After) in
+// the leg whose context ctx is, so that the retry honours it exactly (or
+// does not happen). Transports other than HTTPClient may call it.
+func RecordRetryAfter(ctx context.Context, d time.Duration) {
+	if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok && d > 0 {
+		h.d.Store(int64(d))
+	}
+}
+
+// retryBudget caps retries to a fraction of operations over a sliding
+// window (Finagle-style): a retry is allowed while retries in the window are
+// below min + ratio·operations. It is safe for concurrent use.
+type retryBudget struct {
+	ratio  float64
+	min    int
+	bucket time.Duration
+
+	mu      sync.Mutex
+	slots   [10]budgetSlot // Guarded by mu.
+	allowed uint64         // Guarded by mu.
+	denied  uint64         // Guarded by mu.
+}
+
+type budgetSlot struct {
+	epoch        int64
+	ops, retries int
+}
+
+func newRetryBudget(r Retry) *retryBudget {
+	return &retryBudget{ratio: r.BudgetRatio, min: r.BudgetMin, bucket: max(r.BudgetWindow/10, time.Millisecond)}
+}
+
+func (b *retryBudget) slotLocked(now time.Time) *budgetSlot {
+	e := now.UnixNano() / int64(b.bucket)
+	s := &b.slots[e%int64(len(b.slots))]
+	if s.epoch != e {
+		*s = budgetSlot{epoch: e}
+	}
+	return s
+}
+
+func (b *retryBudget) sumLocked(now time.Time) (ops, retries int) {
+	e := now.UnixNano() / int64(b.bucket)
+	for i := range b.slots {
+		if s := &b.slots[i]; s.epoch > e-int64(len(b.slots)) && s.epoch <= e {
+			ops += s.ops
+			retries += s.retries
+		}
+	}
+	return ops, retries
+}
+
+// operation records one operation.
+func (b *retryBudget) operation(now time.Time) {
+	b.mu.Lock()
+	b.slotLocked(now).ops++
+	b.mu.Unlock()
+}
+
+// tryRetry takes a retry from the budget, or reports false.
+func (b *retryBudget) tryRetry(now time.Time) bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	ops, retries := b.sumLocked(now)
+	if float64(retries) >= float64(b.min)+b.ratio*float64(ops) {
+		b.denied++
+		return false
+	}
+	b.slotLocked(now).retries++
+	b.allowed++
+	return true
+}
+
+// backoff returns the full-jitter delay of retry n (from 0): u·min(cap, base·2ⁿ)
+// for u in [0, 1).
+func backoff(base, cap time.Duration, n int, u float64) time.Duration {
+	ceil := cap
+	if n < 62 {
+		if c := base << n; c > 0 && c < cap && c>>n == base {
+			ceil = c
+		}
+	}
+	return time.Duration(u * float64(ceil))
+}

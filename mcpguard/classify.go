@@ -1,0 +1,141 @@
+package mcpguard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net"
+	"strings"
+	"syscall"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// JSON-RPC codes the go-sdk uses internally (internal/jsonrpc2) and ours.
+const (
+	codeServerOverloaded = -32000
+	codeClientClosing    = -32003
+	codeServerClosing    = -32004
+	codeRejected         = -32005
+	// codeOversized replaces a response whose result exceeded MaxResultBytes
+	// (see guardConn.Read). It is in the implementation-defined server error
+	// range and never sent on the wire.
+	codeOversized = -32099
+)
+
+// failure turns an error from a leg into an *Error. Order matters: the
+// caller's own context first (cancellation is never the server's fault),
+// then our leg deadline, then the error's shape.
+func (o *op) failure(l leg, err error, gc *guardConn) *Error {
+	if e, ok := err.(*Error); ok {
+		return e
+	}
+	e := o.err(l.boundary, err)
+	e.Granted = l.granted
+	e.RetryAfter = l.hint.get()
+	switch {
+	case o.parent.Err() != nil:
+		e.Class, e.Reason = ClassCancelled, ReasonCancelled
+		if errors.Is(o.parent.Err(), context.DeadlineExceeded) {
+			e.Limit = LimitRunDeadline
+		}
+		return e
+	case l.ctx != nil && l.ctx.Err() != nil:
+		e.Class, e.Reason, e.Limit = ClassTimeout, ReasonDeadline, l.limit
+		return e
+	}
+	e.Class, e.Reason = classifyErr(err)
+	if e.Reason == ReasonOversized {
+		e.Limit = LimitMaxResultBytes
+	}
+	if e.Class == ClassFault && gc != nil && gc.oversized.Load() {
+		e.Class, e.Reason, e.Limit = ClassProtocol, ReasonOversized, LimitMaxResultBytes
+	}
+	if gc != nil && e.Class == ClassFault && gc.truncated.Load() {
+		e.Class, e.Reason = ClassProtocol, ReasonTruncated
+	}
+	return e
+}
+
+// classifyErr maps an error returned by the go-sdk onto a class and reason.
+func classifyErr(err error) (Class, Reason) {
+	var we *jsonrpc.Error
+	if errors.As(err, &we) {
+		switch we.Code {
+		case codeOversized:
+			return ClassProtocol, ReasonOversized
+		case jsonrpc.CodeInvalidParams:
+			return ClassRefused, ReasonInvalidParams
+		case jsonrpc.CodeMethodNotFound, jsonrpc.CodeInvalidRequest:
+			return ClassRefused, ReasonUnknownMethod
+		case jsonrpc.CodeParseError:
+			return ClassProtocol, ReasonMalformed
+		case codeClientClosing, codeServerClosing:
+			return ClassFault, ReasonConnectionClosed
+		case codeRejected:
+			// The go-sdk's HTTP transport: a transient status (429, 502-504)
+			// or a request that failed in the HTTP client.
+			msg := err.Error()
+			switch {
+			case strings.Contains(msg, "connection refused"):
+				return ClassFault, ReasonConnectionRefused
+			case strings.HasSuffix(msg, ": EOF"), strings.Contains(msg, "connection reset"):
+				// The request went out and the connection closed under it.
+				return ClassFault, ReasonConnectionClosed
+			case strings.Contains(msg, "Too Many Requests"), strings.Contains(msg, "Service Unavailable"),
+				strings.Contains(msg, "Bad Gateway"), strings.Contains(msg, "Gateway Timeout"):
+				return ClassFault, ReasonServerError
+			}
+			return ClassFault, ReasonTransport
+		default: // -32603 internal error, -32000 overloaded, other server errors
+			return ClassFault, ReasonServerError
+		}
+	}
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syn), errors.As(err, &typ):
+		return ClassProtocol, ReasonMalformed
+	case errors.Is(err, syscall.ECONNREFUSED):
+		return ClassFault, ReasonConnectionRefused
+	case errors.Is(err, mcp.ErrSessionMissing):
+		return ClassFault, ReasonSessionMissing
+	case errors.Is(err, mcp.ErrConnectionClosed), errors.Is(err, io.EOF), errors.Is(err, io.ErrClosedPipe),
+		errors.Is(err, net.ErrClosed), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
+		return ClassFault, ReasonConnectionClosed
+	case errors.Is(err, io.ErrUnexpectedEOF):
+		return ClassProtocol, ReasonTruncated
+	}
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "exceeds max_result_bytes"):
+		return ClassProtocol, ReasonOversized
+	case strings.Contains(msg, "unsupported protocol version"):
+		return ClassProtocol, ReasonBadProtocol
+	case strings.Contains(msg, "unmarshal"), strings.Contains(msg, "invalid character"),
+		strings.Contains(msg, "cannot unmarshal"), strings.Contains(msg, "unknown content type"):
+		return ClassProtocol, ReasonMalformed
+	case strings.Contains(msg, "connection refused"):
+		return ClassFault, ReasonConnectionRefused
+	}
+	return ClassFault, ReasonTransport
+}
+
+// notSent reports whether err certainly means the request never reached the
+// server (so repeating it cannot repeat a side effect): the session was
+// already closing when the call was made, or the server no longer knows the
+// session (HTTP 404).
+func notSent(err error) bool {
+	if errors.Is(err, mcp.ErrSessionMissing) {
+		return true
+	}
+	var we *jsonrpc.Error
+	if errors.As(err, &we) && we.Code == codeClientClosing {
+		return true
+	}
+	// The go-sdk wraps jsonrpc2.ErrClientClosing with %v into
+	// ErrConnectionClosed, so only its text survives.
+	return errors.Is(err, mcp.ErrConnectionClosed) && strings.Contains(err.Error(), "client is closing")
+}

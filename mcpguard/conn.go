@@ -1,0 +1,332 @@
+package mcpguard
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Bounds of writes made under a context without a deadline. The go-sdk
+// sends notifications/cancelled for a request whose context ended under a
+// detached context (it keeps our leg's values): that courtesy is given at
+// most detachedWriteBound, and never past the operation's own deadline, so
+// that a peer that stopped reading cannot hold the caller past its budget.
+// Other detached writes get writeBound.
+const (
+	writeBound         = time.Second
+	detachedWriteBound = 100 * time.Millisecond
+)
+
+// conn owns one server's session: it dials lazily, shares one in-flight
+// dial between concurrent operations (each waits only as long as its own
+// leg allows), and drops a session after a transport fault so that the next
+// operation reconnects.
+type conn struct {
+	s      *server
+	client *mcp.Client
+	owned  bool // false: the caller's Session; never closed or replaced
+
+	mu      sync.Mutex
+	sess    *mcp.ClientSession // Guarded by mu.
+	gc      *guardConn         // Guarded by mu: sess's connection, nil for a caller's session.
+	dialing chan struct{}      // Guarded by mu: closed when the in-flight dial ends.
+	dialErr *Error             // Guarded by mu: result of the last dial, for its waiters.
+	closed  bool               // Guarded by mu.
+	gen     uint64             // Guarded by mu: counts established sessions.
+}
+
+var errGuardClosed = errors.New("mcpguard: guard closed")
+
+// session returns a live session, connecting (a connect leg of o) if there
+// is none. A session whose connection broke is replaced.
+func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			e := o.err(BoundaryConnect, errGuardClosed)
+			e.Class, e.Reason = ClassCancelled, ReasonCancelled
+			return nil, nil, e
+		}
+		if c.sess != nil && (c.gc == nil || !c.gc.dead.Load()) {
+			s, gc := c.sess, c.gc
+			c.mu.Unlock()
+			return s, gc, nil
+		}
+		if c.sess != nil { // broken: replace
+			old, oldGC := c.detachLocked()
+			c.mu.Unlock()
+			closeSession(old, oldGC)
+			continue
+		}
+		if !c.owned {
+			c.mu.Unlock()
+			e := o.err(BoundaryConnect, mcp.ErrConnectionClosed)
+			e.Class, e.Reason = ClassFault, ReasonConnectionClosed
+			return nil, nil, e
+		}
+		if ch := c.dialing; ch != nil {
+			c.mu.Unlock()
+			// Join the dial in flight, for no longer than our own connect leg.
+			l, e := o.leg(BoundaryConnect, time.Now().Add(c.s.cfg.ConnectTimeout), LimitConnectTimeout)
+			if e != nil {
+				return nil, nil, e
+			}
+			select {
+			case <-ch:
+				l.cancel()
+				c.mu.Lock()
+				s, gc, derr := c.sess, c.gc, c.dialErr
+				c.mu.Unlock()
+				if s != nil {
+					return s, gc, nil
+				}
+				if derr != nil {
+					// Report the dial's failure as ours, with our bookkeeping.
+					e := o.err(BoundaryConnect, derr.Cause)
+					e.Class, e.Reason, e.Limit, e.Granted = derr.Class, derr.Reason, derr.Limit, derr.Granted
+					return nil, nil, e
+				}
+				continue
+			case <-l.ctx.Done():
+				l.cancel()
+				return nil, nil, o.failure(l, l.ctx.Err(), nil)
+			}
+		}
+		ch := make(chan struct{})
+		c.dialing = ch
+		c.mu.Unlock()
+
+		s, gc, e := c.dial(o)
+
+		c.mu.Lock()
+		c.dialing = nil
+		c.dialErr = e
+		if e == nil {
+			if c.closed {
+				c.mu.Unlock()
+				closeSession(s, gc)
+				close(ch)
+				e := o.err(BoundaryConnect, errGuardClosed)
+				e.Class, e.Reason = ClassCancelled, ReasonCancelled
+				return nil, nil, e
+			}
+			c.sess, c.gc = s, gc
+			c.gen++
+		}
+		c.mu.Unlock()
+		close(ch)
+		return s, gc, e
+	}
+}
+
+// dial runs the handshake as a connect leg of o.
+func (c *conn) dial(o *op) (*mcp.ClientSession, *guardConn, *Error) {
+	l, e := o.leg(BoundaryConnect, time.Now().Add(c.s.cfg.ConnectTimeout), LimitConnectTimeout)
+	if e != nil {
+		return nil, nil, e
+	}
+	defer l.cancel()
+	t, err := c.s.cfg.Dial(l.ctx)
+	if err != nil {
+		return nil, nil, o.failure(l, err, nil)
+	}
+	gt := &guardTransport{inner: t, maxBytes: c.s.cfg.MaxResultBytes}
+	sess, err := c.client.Connect(l.ctx, gt, nil)
+	if err != nil {
+		// The go-sdk closes the session when initialize fails; close the
+		// connection ourselves in case the failure came earlier or later.
+		closeSession(sess, gt.gc)
+		return nil, nil, o.failure(l, err, gt.gc)
+	}
+	return sess, gt.gc, nil
+}
+
+// drop closes sess if it is still the current session, so that the next
+// operation reconnects. A caller's own session is only marked unusable by
+// its connection; it is never closed here.
+func (c *conn) drop(sess *mcp.ClientSession) {
+	if !c.owned {
+		return
+	}
+	c.mu.Lock()
+	if c.sess != sess || sess == nil {
+		c.mu.Unlock()
+		return
+	}
+	old, gc := c.detachLocked()
+	c.mu.Unlock()
+	closeSession(old, gc)
+}
+
+// detachLocked removes the current session and returns it for closing
+// outside the lock. Caller holds mu.
+func (c *conn) detachLocked() (*mcp.ClientSession, *guardConn) {
+	s, gc := c.sess, c.gc
+	c.sess, c.gc = nil, nil
+	return s, gc
+}
+
+// closeSession closes the connection first, which ends every call still
+// waiting on it, so that the session's graceful Close (which waits for
+// in-flight calls) returns at once and its goroutines end with it.
+func closeSession(s *mcp.ClientSession, gc *guardConn) {
+	if gc != nil {
+		_ = gc.Close()
+	}
+	if s != nil {
+		_ = s.Close()
+	}
+}
+
+func (c *conn) close() {
+	c.mu.Lock()
+	c.closed = true
+	var old *mcp.ClientSession
+	var gc *guardConn
+	if c.owned {
+		old, gc = c.detachLocked()
+	}
+	c.mu.Unlock()
+	closeSession(old, gc)
+}
+
+func (c *conn) connected() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sess != nil && (c.gc == nil || !c.gc.dead.Load())
+}
+
+// guardTransport wraps a server's transport so that every connection it
+// makes is a guardConn.
+type guardTransport struct {
+	inner    mcp.Transport
+	maxBytes int
+	gc       *guardConn
+}
+
+func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := t.inner.Connect(ctx)
+	if err != nil {
+		return nil, err
+	}
+	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes}
+	return t.gc, nil
+}
+
+// guardConn is the client side of one connection. It
+//   - replaces a response whose result exceeds maxBytes with a JSON-RPC
+//     error (codeOversized), so nothing of it is decoded or passed on;
+//   - notices a connection that broke (dead) and one that broke in the
+//     middle of a message (truncated);
+//   - bounds every write by its context's deadline (or writeBound when it
+//     has none) by closing the connection if the write is still blocked, so
+//     that a peer that stopped reading cannot hold a caller or a goroutine;
+//   - remembers the last response, so that a protocol fault can log the raw
+//     payload (bounded).
+type guardConn struct {
+	inner     mcp.Connection
+	maxBytes  int
+	dead      atomic.Bool
+	truncated atomic.Bool
+	oversized atomic.Bool
+	last      atomic.Pointer[jsonrpc.Response]
+	closeOnce sync.Once
+}
+
+func (c *guardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	m, err := c.inner.Read(ctx)
+	if err != nil {
+		if ctx.Err() == nil {
+			c.dead.Store(true)
+			// A message cut off mid-way: io.ErrUnexpectedEOF from the stream
+			// decoder, or its text from the HTTP transport (which wraps with %v).
+			switch msg := err.Error(); {
+			case strings.Contains(msg, "exceeds max_result_bytes"):
+				c.oversized.Store(true)
+			case errors.Is(err, io.ErrUnexpectedEOF) || strings.Contains(msg, "unexpected EOF"):
+				c.truncated.Store(true)
+			}
+		}
+		return nil, err
+	}
+	if r, ok := m.(*jsonrpc.Response); ok {
+		c.last.Store(r)
+		if r.Error == nil && c.maxBytes > 0 && len(r.Result) > c.maxBytes {
+			return &jsonrpc.Response{ID: r.ID, Error: &jsonrpc.Error{
+				Code:    codeOversized,
+				Message: "mcpguard: result of " + strconv.Itoa(len(r.Result)) + " bytes exceeds max_result_bytes " + strconv.Itoa(c.maxBytes),
+			}}, nil
+		}
+	}
+	return m, nil
+}
+
+func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
+	if _, ok := ctx.Deadline(); !ok {
+		bound := writeBound
+		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok {
+			rem := h.remaining()
+			if rem <= 0 {
+				return nil // the operation is over: drop the courtesy notice
+			}
+			bound = min(detachedWriteBound, rem)
+		}
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, bound)
+		defer cancel()
+	}
+	if err := ctx.Err(); err != nil {
+		return err // nothing written; the connection is fine
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	err := c.inner.Write(ctx, m)
+	if !stop() && err == nil {
+		// The bound fired while writing: the connection is closed, and the
+		// message may be incomplete.
+		err = mcp.ErrConnectionClosed
+	}
+	if err != nil && ctx.Err() == nil && !isRejected(err) {
+		c.dead.Store(true)
+	}
+	return err
+}
+
+func isRejected(err error) bool {
+	var we *jsonrpc.Error
+	return errors.As(err, &we) && we.Code == codeRejected
+}
+
+func (c *guardConn) Close() error {
+	c.dead.Store(true)
+	var err error
+	c.closeOnce.Do(func() { err = c.inner.Close() })
+	return err
+}
+
+func (c *guardConn) SessionID() string { return c.inner.SessionID() }
+
+// lastPayload returns a bounded, printable prefix of the last response, for
+// logs only.
+func (c *guardConn) lastPayload(limit int) string {
+	if c == nil {
+		return ""
+	}
+	r := c.last.Load()
+	if r == nil {
+		return ""
+	}
+	raw := r.Result
+	if r.Error != nil {
+		raw = []byte(r.Error.Error())
+	}
+	return printable(string(raw), limit)
+}

@@ -1,0 +1,83 @@
+// Package mcpguard puts MCP servers behind a declared policy, so that an
+// unreliable server costs a bounded pause and one missing capability, never
+// the agent.
+//
+// Each server is a Server: its name (the dependency key of its breaker and
+// of all its tools), required or optional, a connect timeout (the
+// handshake), a discovery timeout (all tools/list pages), a call timeout,
+// one operation budget, retry settings, a tool allowlist and the operator's
+// allowlist of tools that are safe to repeat. A Guard turns a set of servers
+// into one ADK tool.Toolset:
+//
+//	reg := registry.MustNew(mcpguard.RegistryOptions(servers...)...)
+//	g, err := mcpguard.New(reg, servers)
+//	defer g.Close()
+//	if err := g.Start(ctx); err != nil { // a required server is unreachable
+//		return err
+//	}
+//	a, _ := llmagent.New(llmagent.Config{..., Toolsets: []tool.Toolset{g.Toolset()}})
+//	p, _ := breaker.New(breaker.WithRegistry(reg)) // the same registry
+//	r, _ := runner.New(runner.Config{..., PluginConfig: runner.PluginConfig{Plugins: []*plugin.Plugin{p}}})
+//
+// # One deadline per operation
+//
+// A discovery and a tool call are operations. Each has one budget
+// (Server.OperationBudget), narrowed by the caller's own deadline, that
+// every leg spends: the handshake, every list page, a reconnect, every
+// retry and every backoff. A leg is granted what is left, capped by its own
+// timeout; it is never granted zero or unbounded time: with less than
+// Server.MinLeg left the operation refuses to send and returns an *Error
+// matching ErrBudgetExhausted, which names the budget and the server and
+// which the breaker does not count.
+//
+// # Retries only where safe
+//
+// The handshake and the tool list are retried. A tools/call that may have
+// reached the server is retried only for tools in Server.IdempotentTools
+// (or, for a Trusted server, tools it annotates idempotentHint): any other
+// call is sent at most once by this layer. Refusals, argument-validation
+// failures and isError results are answers: never retried, counted as
+// successes. Backoff is full jitter from an injectable source (WithRand),
+// bounded by the remaining budget, and a per-server retry budget caps
+// retries to a fraction of operations. A delay the server asks for
+// (Retry-After, through HTTPClient) is waited out exactly, or the retry is
+// not made.
+//
+// # Optional and required servers
+//
+// A required server that cannot be reached fails Start and the turn (the
+// toolset's Tools) with an *Error, or an *UnavailableError while its
+// breaker is open. An optional one is left out of the tool list (or served
+// from its last good list), and the toolset tells the model, once per
+// request and as data, which capability is missing
+// (degrade.CapabilityNotice, appended to the system instruction). A server
+// that fails in the middle of a run degrades that call, not the tool list.
+//
+// # Breakers
+//
+// Tools report their server's name from DependencyKey, so the adkbreaker
+// plugin admits and counts every call of a server on one breaker; discovery
+// admits and reports on the same breaker. Errors implement
+// registry.OutcomeReporter: timeouts at our deadlines, transport faults and
+// protocol faults are failures; budget exhaustion and cancellation are
+// excluded; refusals are successes.
+//
+// # Answers that are not answers
+//
+// A result is held to the tool's declared output schema, and to
+// Server.MaxResultBytes, before it reaches the model; a violation, a
+// truncated or a malformed response is a protocol fault whose raw payload
+// goes to the log only, bounded. An isError result reaches the model as a
+// fixed category (StatusToolError), never as the server's text, unless
+// Server.ToolErrorDetail asks for a sanitised, bounded excerpt.
+//
+// # Health and logs
+//
+// Guard.Health reports each server's breaker state, last outcome class,
+// operation, consecutive failures, retries and latency. Each failed
+// operation writes one structured log line (server, operation, boundary,
+// limit, class, reason); successes write nothing.
+//
+// See docs/mcp.md for the policy table and a worked example of the budget,
+// and package mcpfault for a fault-injecting MCP server to test with.
+package mcpguard

@@ -1,0 +1,84 @@
+package mcpguard_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/mcpguard"
+	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// A guard for one healthy server: Start connects and reads the tool list;
+// Health shows the result.
+func Example() {
+	fs := mcpfault.New(mcpfault.Config{}) // an in-process MCP server
+	defer fs.Close()
+
+	servers := []mcpguard.Server{{
+		Name: "files", Required: true, Dial: fs.Dial,
+		CallTimeout: 10 * time.Second, OperationBudget: 15 * time.Second,
+		IdempotentTools: []string{"echo", "lookup"},
+	}}
+	reg := registry.MustNew(mcpguard.RegistryOptions(servers...)...)
+	g, err := mcpguard.New(reg, servers)
+	if err != nil {
+		panic(err)
+	}
+	defer g.Close()
+
+	if err := g.Start(context.Background()); err != nil {
+		panic(err)
+	}
+	h := g.Health()[0]
+	fmt.Println(h.Server, h.State, h.Outcome, h.Tools, h.Connected)
+	// Output: files closed ok 5 true
+}
+
+// A required server that cannot be reached fails assembly with a typed error
+// that says where it stalled; the breaker counts it as the server's failure.
+func ExampleGuard_Start() {
+	fs := mcpfault.New(mcpfault.Config{Mode: mcpfault.Unreachable})
+	defer fs.Close()
+	g := mcpguard.MustNew(registry.MustNew(), []mcpguard.Server{{
+		Name: "billing", Required: true, Dial: fs.Dial, Retry: mcpguard.Retry{MaxAttempts: 1},
+	}}, mcpguard.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer g.Close()
+
+	err := g.Start(context.Background())
+	var e *mcpguard.Error
+	if errors.As(err, &e) {
+		fmt.Println(e.Server, e.Boundary, e.Class, e.Reason, e.BreakerOutcome())
+	}
+	fmt.Println(err)
+	// Output:
+	// billing connect fault connection_refused failure
+	// mcpguard: server "billing": connect failed (connection_refused)
+}
+
+// When the budget is spent, the operation refuses to send and says so; the
+// breaker does not count it.
+func ExampleError_budgetExhausted() {
+	e := &mcpguard.Error{
+		Server: "weather", Operation: mcpguard.BoundaryCallTool, Boundary: mcpguard.BoundaryCallTool,
+		Class: mcpguard.ClassBudgetExhausted, Reason: mcpguard.ReasonBudgetExhausted,
+		Limit: mcpguard.LimitOperationBudget, Budget: 20 * time.Second, Cause: mcpguard.ErrBudgetExhausted,
+	}
+	fmt.Println(e)
+	fmt.Println(errors.Is(e, mcpguard.ErrBudgetExhausted), e.BreakerOutcome(), e.DegradeReason())
+	// Output:
+	// mcpguard: server "weather": budget exhausted: operation budget 20s spent before call_tool could be sent; the server was not asked
+	// true excluded budget_exhausted
+}
+
+// What an optional server's absence looks like to the model: one note in
+// the system instruction of each request of the turn.
+func ExampleGuard_Toolset() {
+	fmt.Println(degrade.CapabilityNotice([]string{"weather forecasts"}))
+	// Output: Temporarily unavailable: weather forecasts. Their tools are not offered in this turn, so do not try to call them. Continue with the tools you have, and tell the user if part of the request cannot be done.
+}

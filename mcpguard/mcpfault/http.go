@@ -1,0 +1,152 @@
+package mcpfault
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+type httpState struct {
+	ts         *httptest.Server
+	refusedURL string
+}
+
+func (h *httpState) close() {
+	h.ts.CloseClientConnections()
+	h.ts.Close()
+}
+
+// StartHTTP serves the server over streamable HTTP (JSON responses) on
+// 127.0.0.1 and returns its endpoint. It is idempotent. Close stops it.
+func (s *Server) StartHTTP() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.web != nil {
+		return s.web.ts.URL
+	}
+	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+		&mcp.StreamableHTTPOptions{JSONResponse: true})
+	ts := httptest.NewServer(s.httpFaults(h))
+	s.web = &httpState{ts: ts, refusedURL: refusedURL()}
+	return ts.URL
+}
+
+// refusedURL returns a loopback URL nothing listens on.
+func refusedURL() string {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "http://127.0.0.1:1"
+	}
+	addr := l.Addr().String()
+	_ = l.Close()
+	return "http://" + addr
+}
+
+// HTTPDial returns a Dial function (for mcpguard.Server.Dial) that connects
+// over streamable HTTP with client (nil: http.DefaultClient), starting the
+// HTTP server if needed. In Unreachable mode it dials a loopback port that
+// nothing listens on, so the connection is really refused.
+func (s *Server) HTTPDial(client *http.Client) func(context.Context) (mcp.Transport, error) {
+	url := s.StartHTTP()
+	s.mu.Lock()
+	refused := s.web.refusedURL
+	s.mu.Unlock()
+	return func(context.Context) (mcp.Transport, error) {
+		ep := url
+		if s.Mode() == Unreachable {
+			ep = refused
+		}
+		return &mcp.StreamableClientTransport{Endpoint: ep, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true}, nil
+	}
+}
+
+// httpFaults applies the modes to HTTP requests.
+func (s *Server) httpFaults(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, err := io.ReadAll(io.LimitReader(r.Body, 4<<20))
+		if err != nil {
+			http.Error(w, "read error", http.StatusBadRequest)
+			return
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		var peek struct {
+			Method string          `json:"method"`
+			ID     json.RawMessage `json:"id"`
+		}
+		_ = json.Unmarshal(body, &peek)
+		if err := s.sleep(r.Context(), s.latencyOf(peek.Method)); err != nil {
+			return
+		}
+		mode := s.Mode()
+		switch {
+		case mode == Blackhole:
+			select { // accepted, never answered
+			case <-r.Context().Done():
+			case <-s.done:
+			}
+			return
+		case peek.Method == "tools/call" && mode == Flapping && s.flapDown():
+			if s.cfg.RetryAfter > 0 {
+				w.Header().Set("Retry-After", strconv.Itoa(int((s.cfg.RetryAfter+time.Second-1)/time.Second)))
+			}
+			http.Error(w, "flapping: down", http.StatusServiceUnavailable)
+			return
+		case peek.Method == "tools/call" && mode == Dropped:
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r) // the tool runs; its response is lost
+			if hj, ok := w.(http.Hijacker); ok {
+				if conn, _, err := hj.Hijack(); err == nil {
+					_ = conn.Close()
+				}
+			}
+			return
+		case peek.Method == "tools/call" && (mode == Malformed || mode == Truncated):
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r)
+			res := rec.Result()
+			for k, v := range res.Header {
+				w.Header()[k] = v
+			}
+			out := rec.Body.Bytes()
+			if mode == Malformed {
+				out = []byte(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":%s}`, peek.ID, malformedResult))
+				w.Header().Set("Content-Length", strconv.Itoa(len(out)))
+				w.WriteHeader(res.StatusCode)
+				_, _ = w.Write(out)
+				return
+			}
+			// Truncated: promise the whole body, send half, hang up.
+			hj, ok := w.(http.Hijacker)
+			if !ok {
+				return
+			}
+			conn, buf, err := hj.Hijack()
+			if err != nil {
+				return
+			}
+			fmt.Fprintf(buf, "HTTP/1.1 %d OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n", res.StatusCode, len(out))
+			if sid := res.Header.Get("Mcp-Session-Id"); sid != "" {
+				fmt.Fprintf(buf, "Mcp-Session-Id: %s\r\n", sid)
+			}
+			buf.WriteString("\r\n")
+			_, _ = buf.Write(out[:len(out)/2])
+			_ = buf.Flush()
+			_ = conn.Close()
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
