@@ -16,6 +16,7 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/internal/retryafter"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -58,28 +59,9 @@ func CheckResponse(resp *http.Response) error {
 }
 
 // ParseRetryAfter parses a Retry-After header value: delay-seconds or an
-// HTTP date relative to now. Invalid or past values give 0.
-func ParseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		if s > int64(24*time.Hour/time.Second) {
-			s = int64(24 * time.Hour / time.Second)
-		}
-		return time.Duration(s) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return d
-		}
-	}
-	return 0
-}
+// HTTP date relative to now. Invalid or past values give 0; values are capped
+// at one day.
+func ParseRetryAfter(v string, now time.Time) time.Duration { return retryafter.Parse(v, now) }
 
 type statusCoder interface{ StatusCode() int }
 

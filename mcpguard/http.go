@@ -5,10 +5,11 @@ import (
 	"io"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/adkbreaker/adkbreaker/internal/retryafter"
 )
 
 // closeTimeout bounds the DELETE with which the go-sdk ends an HTTP session;
@@ -65,7 +66,7 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		resp.Body = &capBody{ReadCloser: resp.Body, left: int64(h.maxBytes) + envelopeSlack, max: h.maxBytes}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
-		if d := parseRetryAfter(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
+		if d := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
 			RecordRetryAfter(req.Context(), d)
 		}
 	}
@@ -104,26 +105,6 @@ func (b *capBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// parseRetryAfter parses delay-seconds or an HTTP date; invalid or past
-// values give 0. Values are capped at one day.
-func parseRetryAfter(v string, now time.Time) time.Duration {
-	v = strings.TrimSpace(v)
-	if v == "" {
-		return 0
-	}
-	if s, err := strconv.ParseInt(v, 10, 64); err == nil {
-		if s <= 0 {
-			return 0
-		}
-		return time.Duration(min(s, 86400)) * time.Second
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		if d := t.Sub(now); d > 0 {
-			return min(d, 24*time.Hour)
-		}
-	}
-	return 0
-}
 
 // StreamableHTTP returns a Server.Dial for an MCP server at endpoint over
 // streamable HTTP, using HTTPClient(client). The standalone SSE stream is
