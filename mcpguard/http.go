@@ -105,7 +105,6 @@ func (b *capBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
-
 // StreamableHTTP returns a Server.Dial for an MCP server at endpoint over
 // streamable HTTP, using HTTPClient(client). The standalone SSE stream is
 // disabled (tools need none, and it would hold a connection open), and the
