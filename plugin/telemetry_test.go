@@ -15,7 +15,6 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/model"
 
@@ -27,26 +26,57 @@ import (
 )
 
 // ADK's tracer delegates to the global tracer provider, and the global
-// delegate can be set once per process: every test shares this recorder and
-// filters its spans by trace ID.
+// delegate binds once per process: every later ADK span in this test binary
+// goes to the provider installed here. The recorder therefore keeps only the
+// spans of traces rooted by a test's own "test" tracer, so that other tests'
+// turns (the soak test runs 100,000) are not retained.
 var (
 	globalSpansOnce sync.Once
-	globalSpans     *tracetest.SpanRecorder
+	globalSpans     *scopedRecorder
 	globalTP        *sdktrace.TracerProvider
 )
 
-func installGlobalTracer() (*sdktrace.TracerProvider, *tracetest.SpanRecorder) {
+func installGlobalTracer() (*sdktrace.TracerProvider, *scopedRecorder) {
 	globalSpansOnce.Do(func() {
-		globalSpans = tracetest.NewSpanRecorder()
+		globalSpans = &scopedRecorder{want: map[trace.TraceID]bool{}}
 		globalTP = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(globalSpans))
 		otel.SetTracerProvider(globalTP)
 	})
 	return globalTP, globalSpans
 }
 
-func spansOf(sr *tracetest.SpanRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
+// scopedRecorder is a span processor that records ended spans of traces whose
+// root was started by the tracer named "test", and drops every other span.
+type scopedRecorder struct {
+	mu    sync.Mutex
+	want  map[trace.TraceID]bool
+	ended []sdktrace.ReadOnlySpan
+}
+
+func (r *scopedRecorder) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
+	if s.InstrumentationScope().Name == "test" && !s.Parent().IsValid() {
+		r.mu.Lock()
+		r.want[s.SpanContext().TraceID()] = true
+		r.mu.Unlock()
+	}
+}
+
+func (r *scopedRecorder) OnEnd(s sdktrace.ReadOnlySpan) {
+	r.mu.Lock()
+	if r.want[s.SpanContext().TraceID()] {
+		r.ended = append(r.ended, s)
+	}
+	r.mu.Unlock()
+}
+
+func (r *scopedRecorder) Shutdown(context.Context) error   { return nil }
+func (r *scopedRecorder) ForceFlush(context.Context) error { return nil }
+
+func spansOf(sr *scopedRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
+	sr.mu.Lock()
+	defer sr.mu.Unlock()
 	var out []sdktrace.ReadOnlySpan
-	for _, s := range sr.Ended() {
+	for _, s := range sr.ended {
 		if s.SpanContext().TraceID() == id {
 			out = append(out, s)
 		}
