@@ -192,9 +192,13 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if bd.br == nil {
 		return nil, nil
 	}
+	k := ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}
+	if bd.br.Closed() && h.tix.reserve(k, bd) {
+		return nil, nil
+	}
 	tk, d := bd.br.Reserve()
 	if d.Allowed {
-		h.tix.put(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}, tk, bd)
+		h.tix.put(k, tk, bd)
 		return nil, nil
 	}
 	return h.shortCircuit(ctx, bd, d, args), nil
@@ -252,7 +256,14 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 // (ADK runs after-tool callbacks even then) and is ignored. It always returns
 // (nil, nil).
 func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	tk, bd := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	k := ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}
+	if err == nil {
+		if bd := h.tix.reportSuccess(k); bd != nil && bd.lastGood != nil && result != nil {
+			bd.lastGood.store(args, result, h.clock.Now())
+		}
+		return nil, nil
+	}
+	tk, bd := h.tix.take(k)
 	if bd == nil {
 		return nil, nil
 	}

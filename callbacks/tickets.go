@@ -3,7 +3,6 @@ package callbacks
 import (
 	"hash/maphash"
 	"sync"
-	"sync/atomic"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -44,9 +43,7 @@ type ticketShard struct {
 	mu    sync.Mutex
 	small []pending             // Guarded by mu.
 	big   map[ticketKey]pending // Guarded by mu; nil until small overflows.
-	seq   uint64                // Guarded by mu.
-	n     atomic.Int64          // entries, readable without mu
-	_     [24]byte              // keep shards on separate cache lines
+	_     [40]byte              // keep shards on separate cache lines
 }
 
 func newTickets(maxPending int) *tickets {
@@ -99,7 +96,6 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
 	if len(s.small) < smallPending && s.big == nil {
 		if s.indexLocked(k) < 0 { // the common case: append
 			s.small = append(s.small, pending{tk: tk, bd: bd, inv: k.inv, call: k.call})
-			s.n.Store(int64(len(s.small)))
 			s.mu.Unlock()
 			return
 		}
@@ -128,11 +124,65 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
 	if len(s.big) == 0 {
 		s.big = nil
 	}
-	s.n.Store(int64(s.lenLocked()))
 	s.mu.Unlock()
 	for _, d := range displaced {
 		d.tk.Report(registry.Excluded, 0)
 	}
+}
+
+// reserve admits a call on a closed breaker directly into a new slot of its
+// shard: nothing is copied, and the shard lock is taken once. It returns
+// false, having changed nothing, when the fast path does not apply (the
+// breaker is not closed, the shard's slice is full, or the key is already
+// pending); the caller then goes through Reserve and put.
+//
+// gobreaker is called with the shard lock held. That is safe: lock order is
+// shard → gobreaker → breaker → notifier, and nothing holding a later lock
+// takes a shard lock; no user code runs there.
+func (t *tickets) reserve(k ticketKey, bd *binding) bool {
+	s := t.shard(k.call)
+	s.mu.Lock()
+	n := len(s.small)
+	if n == smallPending || s.big != nil || s.indexLocked(k) >= 0 {
+		s.mu.Unlock()
+		return false
+	}
+	s.small = s.small[:n+1]
+	p := &s.small[n]
+	if !bd.br.TryReserve(&p.tk) {
+		s.small = s.small[:n]
+		s.mu.Unlock()
+		return false
+	}
+	p.bd, p.inv, p.call = bd, k.inv, k.call
+	s.mu.Unlock()
+	return true
+}
+
+// reportSuccess reports the pending call for k as a success, in place, and
+// returns its binding (nil when there is none: the plugin's own
+// short-circuit, or a call it never admitted).
+func (t *tickets) reportSuccess(k ticketKey) *binding {
+	s := t.shard(k.call)
+	s.mu.Lock()
+	if i := s.indexLocked(k); i >= 0 {
+		p := &s.small[i]
+		p.tk.Report(registry.Success, 0)
+		bd := p.bd
+		s.removeAtLocked(i)
+		s.mu.Unlock()
+		return bd
+	}
+	p, ok := s.big[k]
+	if ok {
+		delete(s.big, k)
+	}
+	s.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	p.tk.Report(registry.Success, 0)
+	return p.bd
 }
 
 // evictLocked removes one entry to make room: one from the overflow map if
@@ -154,21 +204,16 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 // binding (nil when there is none).
 func (t *tickets) take(k ticketKey) (registry.Reservation, *binding) {
 	s := t.shard(k.call)
-	if s.n.Load() == 0 {
-		return registry.Reservation{}, nil
-	}
 	s.mu.Lock()
 	if i := s.indexLocked(k); i >= 0 {
 		tk, bd := s.small[i].tk, s.small[i].bd
 		s.removeAtLocked(i)
-		s.n.Store(int64(s.lenLocked()))
 		s.mu.Unlock()
 		return tk, bd
 	}
 	p, ok := s.big[k]
 	if ok {
 		delete(s.big, k)
-		s.n.Store(int64(s.lenLocked()))
 	}
 	s.mu.Unlock()
 	return p.tk, p.bd
@@ -180,9 +225,6 @@ func (t *tickets) drain(inv string) int {
 	var out []pending
 	for i := range t.shards {
 		s := &t.shards[i]
-		if s.n.Load() == 0 {
-			continue
-		}
 		s.mu.Lock()
 		for i := 0; i < len(s.small); {
 			if s.small[i].inv == inv {
@@ -198,7 +240,6 @@ func (t *tickets) drain(inv string) int {
 				delete(s.big, k)
 			}
 		}
-		s.n.Store(int64(s.lenLocked()))
 		s.mu.Unlock()
 	}
 	for _, p := range out {
@@ -211,7 +252,10 @@ func (t *tickets) drain(inv string) int {
 func (t *tickets) len() int {
 	n := 0
 	for i := range t.shards {
-		n += int(t.shards[i].n.Load())
+		s := &t.shards[i]
+		s.mu.Lock()
+		n += s.lenLocked()
+		s.mu.Unlock()
 	}
 	return n
 }

@@ -21,17 +21,9 @@ type Reservation struct {
 
 // Reserve is Admit for exactly-once owners. The refused path is Admit's.
 func (b *Breaker) Reserve() (Reservation, Decision) {
-	if State(b.state.Load()) == StateClosed {
-		if done, err := b.cb.Load().Allow(); err == nil {
-			if State(b.state.Load()) == StateClosed {
-				r := Reservation{b: b, done: done}
-				if b.pol.SlowCall > 0 {
-					r.start = b.reg.clock.Now()
-				}
-				return r, Decision{Allowed: true, State: StateClosed}
-			}
-			done(errExcluded)
-		}
+	var r Reservation
+	if b.TryReserve(&r) {
+		return r, Decision{Allowed: true, State: StateClosed}
 	}
 	t, d := b.admitSlow()
 	if !d.Allowed {
@@ -40,11 +32,37 @@ func (b *Breaker) Reserve() (Reservation, Decision) {
 	return Reservation{b: b, probe: t}, d
 }
 
+// TryReserve is the closed-state fast path of Reserve: when the breaker is
+// closed it admits the call into *r (which the caller owns, typically a slot
+// of its own table, so nothing is copied) and returns true. Otherwise it
+// leaves *r alone and returns false, and the caller goes through Reserve for
+// the slow path (probes and refusals).
+func (b *Breaker) TryReserve(r *Reservation) bool {
+	if State(b.state.Load()) != StateClosed {
+		return false
+	}
+	done, err := b.cb.Load().Allow()
+	if err != nil {
+		return false
+	}
+	if State(b.state.Load()) != StateClosed {
+		done(errExcluded) // raced with a trip: release without deciding
+		return false
+	}
+	r.b, r.done, r.probe = b, done, Ticket{}
+	if b.pol.SlowCall > 0 {
+		r.start = b.reg.clock.Now()
+	} else {
+		r.start = time.Time{}
+	}
+	return true
+}
+
 // Valid reports whether r came from an admitted call.
 func (r Reservation) Valid() bool { return r.b != nil }
 
 // Report reports the outcome with an optional server retry hint (0 for none).
-func (r Reservation) Report(o Outcome, hint time.Duration) {
+func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if r.b == nil {
 		return
 	}
@@ -54,3 +72,7 @@ func (r Reservation) Report(o Outcome, hint time.Duration) {
 	}
 	r.done(r.b.outcomeErr(o, hint, r.start))
 }
+
+// Closed reports, without locking, whether the breaker is closed right now.
+// Hot paths use it to skip work that only the closed state needs.
+func (b *Breaker) Closed() bool { return State(b.state.Load()) == StateClosed }
