@@ -26,6 +26,9 @@ type fakeToolCtx struct {
 
 func (c *fakeToolCtx) InvocationID() string   { return c.inv }
 func (c *fakeToolCtx) FunctionCallID() string { return c.call }
+func (c *fakeToolCtx) Branch() string         { return "" }
+func (c *fakeToolCtx) AppName() string        { return "app" }
+func (c *fakeToolCtx) UserID() string         { return "user" }
 func (c *fakeToolCtx) Err() error             { return c.Context.Err() }
 func (c *fakeToolCtx) Done() <-chan struct{}  { return c.Context.Done() }
 func (c *fakeToolCtx) Deadline() (time.Time, bool) {

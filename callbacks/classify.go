@@ -101,13 +101,14 @@ func Classify(err error) registry.Outcome {
 		return registry.Failure
 	}
 	var api genai.APIError // a value type: *genai.APIError never matches
-	if errors.As(err, &api) {
+	if errors.As(err, &api) && api.Code >= 400 {
 		return statusOutcome(api.Code)
 	}
 	var sc statusCoder
-	if errors.As(err, &sc) {
+	if errors.As(err, &sc) && sc.StatusCode() >= 400 {
 		return statusOutcome(sc.StatusCode())
 	}
+	// A status below 400 (0: no response) says nothing; classify the cause.
 	var ne net.Error
 	if errors.As(err, &ne) {
 		return registry.Failure

@@ -27,6 +27,17 @@ func (r reporting) BreakerOutcome() registry.Outcome { return r.o }
 
 type coded struct{ code int }
 
+// codedWrap is a client error that reports StatusCode() 0 (no response) and
+// wraps the transport cause.
+type codedWrap struct {
+	code int
+	err  error
+}
+
+func (c codedWrap) Error() string   { return "no response" }
+func (c codedWrap) StatusCode() int { return c.code }
+func (c codedWrap) Unwrap() error   { return c.err }
+
 func (c coded) Error() string   { return "coded" }
 func (c coded) StatusCode() int { return c.code }
 
@@ -64,6 +75,9 @@ func TestClassify(t *testing.T) {
 		{"mcp isError answer", errors.New("Tool execution failed. Details: no such file"), registry.Success},
 		{"mcp isError wrapping a cause is not an answer", fmt.Errorf("Tool execution failed. %w", io.EOF), registry.Failure},
 		{"unknown", errors.New("something broke"), registry.Failure},
+		{"status 0 around a refused dial", codedWrap{0, syscall.ECONNREFUSED}, registry.Failure},
+		{"genai code 0", genai.APIError{Code: 0}, registry.Failure},
+		{"status 304 says nothing", codedWrap{304, context.Canceled}, registry.Excluded},
 	} {
 		if got := callbacks.Classify(tc.err); got != tc.want {
 			t.Errorf("%s: Classify(%v) = %v, want %v", tc.name, tc.err, got, tc.want)

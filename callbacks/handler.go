@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"google.golang.org/adk/agent"
@@ -39,6 +40,16 @@ type ModelGuard interface {
 	// no endpoint can be tried now, and when the first one can.
 	ModelUnavailable(name string) (unavailable bool, retryAfter time.Duration)
 }
+
+// ErrTurnEnded is returned by BeforeModel for a model call made after the
+// plugin already ended the invocation's turn (budget spent, or no model
+// endpoint available). Plain agents never make such a call; a LoopAgent would,
+// and without this error it would spin forever on the plugin's final answers.
+var ErrTurnEnded = errors.New("adkbreaker: the turn already ended: its dependencies are unavailable")
+
+// endedKey marks, in the ledger, an invocation whose turn the plugin ended. It
+// cannot collide with a dependency: keys never contain NUL.
+const endedKey = "\x00turn_ended"
 
 // Defaults of Config.
 const (
@@ -192,13 +203,17 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if bd.br == nil {
 		return nil, nil
 	}
-	k := ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}
+	k := ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: bd.tool}
 	if bd.br.Closed() && h.tix.reserve(k, bd) {
 		return nil, nil
 	}
 	tk, d := bd.br.Reserve()
 	if d.Allowed {
-		h.tix.put(k, tk, bd)
+		if !h.tix.put(k, tk, bd) {
+			// The same call ID is already pending for this tool: run this
+			// one unprotected rather than let it report the other's outcome.
+			tk.Report(registry.Excluded, 0)
+		}
 		return nil, nil
 	}
 	return h.shortCircuit(ctx, bd, d, args), nil
@@ -213,12 +228,18 @@ func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.De
 	n, total := h.ledger.Hit(inv, string(bd.key), now)
 	var lg *degrade.LastGood
 	if bd.lastGood != nil {
-		if v, ok := bd.lastGood.load(args); ok {
+		if v, ok := bd.lastGood.load(scopeOf(ctx), args); ok {
 			lg = &degrade.LastGood{Result: v.result, AgeSeconds: int(now.Sub(v.at) / time.Second)}
 		}
 	}
 	reason := reasonOf(d.Reason)
 	p := bd.builder.Build(reason, d.RetryAfter, n, lg)
+	if total >= h.turnLimit {
+		// The invocation's budget is spent: BeforeModel will end the turn.
+		// Escalate so that a LoopAgent (which ignores errors and only stops on
+		// escalation) exits after this iteration instead of spinning.
+		ctx.Actions().Escalate = true
+	}
 	if h.obs != nil {
 		h.obs.ShortCircuit(ctx, ShortCircuitEvent{
 			Dependency: bd.key, Tool: bd.tool, Reason: reason, State: d.State, RetryAfter: d.RetryAfter,
@@ -243,7 +264,7 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 // always returns (nil, nil) so later plugins and agent callbacks still see the
 // error.
 func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
-	tk, bd := h.tix.take(ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()})
+	tk, bd := h.tix.take(ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: t.Name()})
 	if bd == nil {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
@@ -256,10 +277,10 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 // (ADK runs after-tool callbacks even then) and is ignored. It always returns
 // (nil, nil).
 func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	k := ticketKey{inv: ctx.InvocationID(), call: ctx.FunctionCallID()}
+	k := ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: t.Name()}
 	if err == nil {
 		if bd := h.tix.reportSuccess(k); bd != nil && bd.lastGood != nil && result != nil {
-			bd.lastGood.store(args, result, h.clock.Now())
+			bd.lastGood.store(scopeOf(ctx), args, result, h.clock.Now())
 		}
 		return nil, nil
 	}
@@ -275,11 +296,19 @@ func (h *Handler) report(ctx context.Context, tk registry.Reservation, bd *bindi
 	if err == nil {
 		tk.Report(registry.Success, 0)
 		if bd.lastGood != nil && result != nil {
-			bd.lastGood.store(args, result, h.clock.Now())
+			if tc, ok := ctx.(agent.ReadonlyContext); ok {
+				bd.lastGood.store(scopeOf(tc), args, result, h.clock.Now())
+			}
 		}
 		return
 	}
 	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
+}
+
+// scopeOf is the last-good cache scope of a call: results are only ever
+// offered back to the same user of the same app.
+func scopeOf(ctx agent.ReadonlyContext) string {
+	return ctx.AppName() + "\x00" + ctx.UserID()
 }
 
 func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry.Outcome {
@@ -315,14 +344,20 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 // it tries.
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	inv := ctx.InvocationID()
-	if total := h.ledger.Total(inv); total >= h.turnLimit {
-		return h.endTurn(ctx, inv, total), nil
+	if total := h.ledger.Total(inv); total > 0 {
+		if h.ledger.Count(inv, endedKey) > 0 {
+			return nil, ErrTurnEnded
+		}
+		if total >= h.turnLimit {
+			return h.endTurn(ctx, inv, total), nil
+		}
 	}
 	if req != nil {
 		for _, g := range h.guards {
 			if down, ra := g.ModelUnavailable(req.Model); down {
-				n, total := h.ledger.Hit(inv, "model:"+req.Model, h.clock.Now())
-				_ = n
+				now := h.clock.Now()
+				_, total := h.ledger.Hit(inv, "model:"+req.Model, now)
+				h.ledger.Hit(inv, endedKey, now)
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
 				}
@@ -339,8 +374,12 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 
 func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *model.LLMResponse {
 	counts := h.ledger.Counts(inv)
+	h.ledger.Hit(inv, endedKey, h.clock.Now())
 	items := make([]degrade.Unavailable, 0, len(counts))
 	for _, c := range counts {
+		if c.Dependency == endedKey {
+			continue
+		}
 		var ra time.Duration
 		if br, ok := h.reg.Lookup(registry.Key(c.Dependency)); ok {
 			ra = br.RetryAfter()
@@ -396,10 +435,17 @@ func (h *Handler) annotate(req *model.LLMRequest) {
 			decls = append(decls, &c)
 		}
 		if changed {
+			if len(decls) == 0 {
+				req.Config.Tools[ti] = nil // dropped below: an empty tool is rejected by the API
+				continue
+			}
 			ng := *gt
 			ng.FunctionDeclarations = decls
 			req.Config.Tools[ti] = &ng
 		}
+	}
+	if slices.Contains(req.Config.Tools, nil) {
+		req.Config.Tools = slices.DeleteFunc(slices.Clone(req.Config.Tools), func(t *genai.Tool) bool { return t == nil })
 	}
 }
 

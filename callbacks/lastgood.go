@@ -7,8 +7,10 @@ import (
 )
 
 // lastGoodCache keeps the most recent successful results of one tool, keyed
-// by its canonical arguments, so a short-circuit can offer the model a stale
-// answer labelled with its age. Bounded; the oldest entry is dropped.
+// by the caller's scope (app and user) and the canonical arguments, so a
+// short-circuit can offer the model a stale answer labelled with its age —
+// never another user's. Bounded; the oldest entry is dropped. Loads return a
+// copy, so nothing downstream can change the cached result.
 type lastGoodCache struct {
 	mu  sync.Mutex
 	max int
@@ -29,23 +31,24 @@ func newLastGoodCache(n int) *lastGoodCache {
 	return &lastGoodCache{max: n, m: make(map[string]lastGood, n)}
 }
 
-// argsKey renders args canonically (encoding/json sorts map keys).
-func argsKey(args map[string]any) (string, bool) {
+// argsKey renders the scope and args canonically (encoding/json sorts map
+// keys).
+func argsKey(scope string, args map[string]any) (string, bool) {
 	b, err := json.Marshal(args)
 	if err != nil || len(b) > 4096 {
 		return "", false
 	}
-	return string(b), true
+	return scope + "\x00" + string(b), true
 }
 
-func (c *lastGoodCache) store(args, result map[string]any, now time.Time) {
+func (c *lastGoodCache) store(scope string, args, result map[string]any, now time.Time) {
 	if result == nil {
 		return
 	}
 	if b, err := json.Marshal(result); err != nil || len(b) > maxLastGoodBytes {
 		return // too large to offer inside a bounded payload
 	}
-	k, ok := argsKey(args)
+	k, ok := argsKey(scope, args)
 	if !ok {
 		return
 	}
@@ -65,15 +68,19 @@ func (c *lastGoodCache) store(args, result map[string]any, now time.Time) {
 	c.m[k] = lastGood{result: cloneJSON(result), at: now}
 }
 
-func (c *lastGoodCache) load(args map[string]any) (lastGood, bool) {
-	k, ok := argsKey(args)
+func (c *lastGoodCache) load(scope string, args map[string]any) (lastGood, bool) {
+	k, ok := argsKey(scope, args)
 	if !ok {
 		return lastGood{}, false
 	}
 	c.mu.Lock()
-	defer c.mu.Unlock()
 	v, ok := c.m[k]
-	return v, ok
+	c.mu.Unlock()
+	if !ok {
+		return lastGood{}, false
+	}
+	v.result = cloneJSON(v.result)
+	return v, v.result != nil
 }
 
 // cloneJSON deep-copies a JSON-shaped value so later mutation by other

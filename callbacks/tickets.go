@@ -8,16 +8,26 @@ import (
 )
 
 // ticketKey identifies one admitted tool call: ADK passes the same
-// InvocationID and FunctionCallID to BeforeTool, OnToolError and AfterTool.
+// invocation, branch and function-call ID, and the same tool, to BeforeTool,
+// OnToolError and AfterTool. The call ID comes from the model and may repeat
+// (a model reusing "call_0", parallel sub-agents sharing an invocation), so
+// the branch and the tool name are part of the key: a call can never report
+// another call's outcome, and a name the model invented (which reaches only
+// OnToolError) never matches a real call.
 type ticketKey struct {
-	inv, call string
+	inv, branch, call, tool string
 }
 
 type pending struct {
-	tk   registry.Reservation
-	bd   *binding
-	inv  string
-	call string
+	tk     registry.Reservation
+	bd     *binding // bd.tool is the key's tool name
+	inv    string
+	branch string
+	call   string
+}
+
+func (p *pending) matches(k ticketKey) bool {
+	return p.call == k.call && p.inv == k.inv && p.branch == k.branch && p.bd.tool == k.tool
 }
 
 const (
@@ -69,7 +79,7 @@ func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
 // indexLocked returns the position of k in small, or -1.
 func (s *ticketShard) indexLocked(k ticketKey) int {
 	for i := range s.small {
-		if p := &s.small[i]; p.call == k.call && p.inv == k.inv {
+		if s.small[i].matches(k) {
 			return i
 		}
 	}
@@ -87,32 +97,29 @@ func (s *ticketShard) removeAtLocked(i int) {
 	s.small = s.small[:last]
 }
 
-// put stores a pending call. A duplicate (same invocation and call ID) or an
-// over-full shard abandons the displaced entry as Excluded, so a probe slot is
-// never held by an entry nobody will report.
-func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
+// put stores a pending call and reports whether it did. A second call with
+// the same key while the first is pending is not tracked (false): the caller
+// releases its reservation, and the call runs unprotected rather than take
+// the first call's outcome. Past the per-shard cap the oldest entry is
+// abandoned as Excluded, so a probe slot is never held by an entry nobody
+// will report.
+func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) bool {
 	s := t.shard(k.call)
 	s.mu.Lock()
-	if len(s.small) < smallPending && s.big == nil {
-		if s.indexLocked(k) < 0 { // the common case: append
-			s.small = append(s.small, pending{tk: tk, bd: bd, inv: k.inv, call: k.call})
-			s.mu.Unlock()
-			return
-		}
+	if s.indexLocked(k) >= 0 {
+		s.mu.Unlock()
+		return false
 	}
-	var displaced []pending
-	if i := s.indexLocked(k); i >= 0 {
-		displaced = append(displaced, s.small[i])
-		s.removeAtLocked(i)
-	} else if old, ok := s.big[k]; ok {
-		displaced = append(displaced, old)
-		delete(s.big, k)
-	} else if s.lenLocked() >= t.perCap {
-		if ev, ok := s.evictLocked(); ok {
-			displaced = append(displaced, ev)
-		}
+	if _, dup := s.big[k]; dup {
+		s.mu.Unlock()
+		return false
 	}
-	p := pending{tk: tk, bd: bd, inv: k.inv, call: k.call}
+	var evicted pending
+	evict := false
+	if s.lenLocked() >= t.perCap {
+		evicted, evict = s.evictLocked()
+	}
+	p := pending{tk: tk, bd: bd, inv: k.inv, branch: k.branch, call: k.call}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
@@ -125,9 +132,10 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) {
 		s.big = nil
 	}
 	s.mu.Unlock()
-	for _, d := range displaced {
-		d.tk.Report(registry.Excluded, 0)
+	if evict {
+		evicted.tk.Report(registry.Excluded, 0)
 	}
+	return true
 }
 
 // reserve admits a call on a closed breaker directly into a new slot of its
@@ -154,7 +162,7 @@ func (t *tickets) reserve(k ticketKey, bd *binding) bool {
 		s.mu.Unlock()
 		return false
 	}
-	p.bd, p.inv, p.call = bd, k.inv, k.call
+	p.bd, p.inv, p.branch, p.call = bd, k.inv, k.branch, k.call
 	s.mu.Unlock()
 	return true
 }

@@ -86,11 +86,16 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	tk, _ := br.Reserve()
 	tix.put(k, tk, bd)
 	tk2, _ := br.Reserve()
-	tix.put(k, tk2, bd) // a model that reused a call ID: the first is abandoned
-	if c := br.Counts(); c.Exclusions != 1 {
-		t.Fatalf("duplicate not abandoned: %+v", c)
+	if tix.put(k, tk2, bd) { // a model that reused a call ID: the second is not tracked
+		t.Fatal("a duplicate key was tracked")
 	}
-	tix.reportSuccess(k)
+	tk2.Report(registry.Excluded, 0)
+	if tix.reportSuccess(k) == nil { // the first is still there, and reports its own outcome
+		t.Fatal("the first call lost its entry")
+	}
+	if c := br.Counts(); c.Exclusions != 1 || c.Successes != 1 {
+		t.Fatalf("counts = %+v, want the duplicate excluded and the first a success", c)
+	}
 	// Past the per-shard cap the oldest entry is abandoned.
 	ids := sameShardIDs(17)
 	for _, id := range ids {

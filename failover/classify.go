@@ -51,6 +51,17 @@ func (r Reason) boxed() any {
 	return string(r)
 }
 
+// closed returns r if it is one of the Reason constants, and "other" for
+// anything else a Classifier may have returned: text that reaches a
+// caller's error message comes from a closed set only.
+func (r Reason) closed() string {
+	switch r {
+	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted:
+		return string(r)
+	}
+	return "other"
+}
+
 // Verdict is how an endpoint's error counts for its breaker, and whether the
 // call moves on to the next endpoint.
 type Verdict struct {

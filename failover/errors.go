@@ -20,7 +20,8 @@ type Attempt struct {
 	// RetryAfter is when the endpoint may be tried again, as known then.
 	RetryAfter time.Duration
 	// Err is the endpoint's error; nil when it was skipped (breaker open or
-	// held).
+	// held). When the endpoint's first chunk or answer came after its
+	// Timeout fired, it is the Timeout's own error (the chunk was dropped).
 	Err error
 }
 
@@ -29,6 +30,13 @@ type Attempt struct {
 // ErrUnavailable) is true; errors.Is(err, registry.ErrOpen) is true when
 // every endpoint was skipped without a call; errors.As reaches the endpoints'
 // own errors (genai.APIError, say) through Unwrap.
+//
+// Its message never contains an endpoint's error text: an agent used as a
+// tool (agenttool) can hand it to the calling model, and a Gemini error's
+// text is the server's (its message, URLs, whatever the request echoed). The
+// message names the chain, each endpoint's key, its reason and its retry
+// time, all from the configuration or closed sets; the causes stay in
+// Attempts, in Unwrap and in the failover log lines.
 type Error struct {
 	// Model is the failover Model's name.
 	Model string
@@ -39,11 +47,18 @@ type Error struct {
 	RetryAfter time.Duration
 }
 
+// Error describes the chain from configuration and closed sets only (see
+// Error): no endpoint's error text.
 func (e *Error) Error() string {
 	var b strings.Builder
 	b.WriteString("failover: model ")
 	b.WriteString(e.Model)
 	b.WriteString(": no endpoint could answer")
+	if e.RetryAfter > 0 {
+		b.WriteString(" (retry after ")
+		b.WriteString(e.RetryAfter.Round(time.Second).String())
+		b.WriteString(")")
+	}
 	for i, a := range e.Attempts {
 		if i == 0 {
 			b.WriteString(": ")
@@ -52,14 +67,13 @@ func (e *Error) Error() string {
 		}
 		b.WriteString(string(a.Endpoint))
 		b.WriteString(" (")
-		b.WriteString(string(a.Reason))
+		b.WriteString(a.Reason.closed())
+		if a.Err == nil {
+			b.WriteString(", not called")
+		}
 		if a.RetryAfter > 0 {
 			b.WriteString(", retry after ")
 			b.WriteString(a.RetryAfter.Round(time.Second).String())
-		}
-		if a.Err != nil {
-			b.WriteString(": ")
-			b.WriteString(truncate(a.Err.Error(), 200))
 		}
 		b.WriteString(")")
 	}

@@ -96,8 +96,9 @@ func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registr
 	if ep.Timeout > 0 {
 		tctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		cl.timer = time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
-		defer cl.timer.Stop()
+		timer := time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
+		defer timer.Stop()
+		cl.timer, cl.cancel = timer, cancel
 		cl.actx = tctx
 		cl.ctx.Context = tctx
 	}
@@ -119,10 +120,26 @@ func (cl *call) item(resp *model.LLMResponse, err error) bool {
 
 func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 	m, ep := cl.m, cl.ep
-	if cl.timer != nil && !cl.yielded {
-		// Our Timeout bounds the wait for the answer or the first chunk; a
-		// stream that has started runs under the caller's deadline.
-		cl.timer.Stop()
+	if cl.timer != nil && (err != nil || resp != nil) {
+		// Our Timeout bounds the wait for the answer or the first chunk (or
+		// error); a stream that has started runs under the caller's
+		// deadline. The timer is stopped once, by the first item that is
+		// not an empty one.
+		fired := !cl.timer.Stop()
+		cl.timer = nil
+		if fired {
+			// The timer fired before this item reached us: the endpoint's
+			// context is cancelled, or being cancelled by the timer's
+			// goroutine. Finish that cancellation here (a no-op if it is
+			// done; the first cause wins) so judge sees the cause for
+			// certain, and turn a first chunk into the timeout it is:
+			// yielding it would start a stream our own cancellation then
+			// cuts, a mid-stream error the caller could not fail over from.
+			cl.cancel(errTimeout)
+			if err == nil {
+				err = context.Cause(cl.actx) // errTimeout, or the caller's cause if it came first
+			}
+		}
 	}
 	if err != nil {
 		v := m.judge(cl.caller, cl.actx, cl, err)
@@ -418,8 +435,9 @@ type call struct {
 	res          registry.Reservation
 	caller, actx context.Context // the caller's context; ours (with Timeout)
 	yield        func(*model.LLMResponse, error) bool
-	timer        *time.Timer
-	from         int // the chain so far: first endpoint left, why, how many
+	timer        *time.Timer             // the Timeout's, until the first item stops it
+	cancel       context.CancelCauseFunc // actx's, with a Timeout
+	from         int                     // the chain so far: first endpoint left, why, how many
 	fromReason   Reason
 	hops         int
 	reported     bool

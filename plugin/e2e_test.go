@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/agent/workflowagents/loopagent"
 	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
 	"google.golang.org/adk/runner"
@@ -499,8 +500,14 @@ func TestOpenToolIsMarkedInTheRequest(t *testing.T) {
 	_ = e2.reg.Isolate("billing-api")
 	e2.mustTurn("one")
 	reqs = e2.llm.Requests()
-	if _, ok := scripted.ToolDescription(reqs[len(reqs)-1], "get_invoice"); ok {
+	last := reqs[len(reqs)-1]
+	if _, ok := scripted.ToolDescription(last, "get_invoice"); ok {
 		t.Fatal("unavailable tool still declared with WithRemoveUnavailable")
+	}
+	for _, gt := range last.Config.Tools { // both tools were removed: no empty tool is sent
+		if gt == nil || (len(gt.FunctionDeclarations) == 0 && gt.GoogleSearch == nil && gt.CodeExecution == nil) {
+			t.Fatalf("an empty tool is left in the request: %+v", last.Config.Tools)
+		}
 	}
 }
 
@@ -577,6 +584,22 @@ func TestAlternativesAndLastGood(t *testing.T) {
 	}
 	if lg.Result["invoice"] != "/invoices/42" || lg.AgeSeconds != 7 {
 		t.Fatalf("last_good = %+v, want the healthy result, 7s old", lg)
+	}
+	lg.Result["invoice"] = "tampered" // a callback changing the payload cannot change the cache
+	evs = e.mustTurn("again")
+	if again := functionResponses(evs)[0].Response[degrade.KeyLastGood].(degrade.LastGood); again.Result["invoice"] != "/invoices/42" {
+		t.Fatalf("the cached result was changed through a payload: %v", again.Result)
+	}
+	// Another user never gets this user's result.
+	var other []*session.Event
+	for ev, err := range e.r.Run(t.Context(), "someone-else", "s-other", genai.NewContentFromText("fetch 42", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		other = append(other, ev)
+	}
+	if _, leaked := functionResponses(other)[0].Response[degrade.KeyLastGood]; leaked {
+		t.Fatal("another user's last good result was offered")
 	}
 }
 
@@ -668,5 +691,79 @@ func TestCallbacksOnAgentConfig(t *testing.T) {
 	info, ok := degrade.Parse(functionResponses(evs)[0].Response)
 	if !ok || info.Dependency != "billing-api" || calls.Load() != 0 {
 		t.Fatalf("payload %+v ok=%v, tool calls %d", info, ok, calls.Load())
+	}
+}
+
+// TestReusedCallIDsNeverCrossCalls: a model that reuses a call ID — for a
+// real call and a name it invented, or for calls to two tools — cannot make
+// one call report another's outcome.
+func TestReusedCallIDsNeverCrossCalls(t *testing.T) {
+	step := func(req *model.LLMRequest) *model.LLMResponse {
+		if rs := scripted.LastResponses(req); rs != nil {
+			return scripted.Text("ok")
+		}
+		r := scripted.CallTools(
+			scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}},
+			scripted.Call{Name: "invented_tool"},
+			scripted.Call{Name: "list_invoices"},
+		)
+		for _, p := range r.Content.Parts {
+			p.FunctionCall.ID = "call_0" // the same ID for every call
+		}
+		return r
+	}
+	e := newEnv(t, step)
+	for range 5 {
+		e.mustTurn("x")
+	}
+	b := e.breaker("billing-api")
+	if c := b.Counts(); b.State() != registry.StateClosed || c.Failures != 0 {
+		t.Fatalf("a healthy dependency was charged with failures: %v %+v", b.State(), c)
+	}
+	e.assertNoPending()
+}
+
+// TestLoopAgentStopsAfterTheTurnEnded: when the short-circuit budget is spent
+// inside a LoopAgent, the loop exits after the plugin's final answer instead
+// of spinning on it (ADK's LoopAgent only stops on escalation).
+func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
+	h, err := breaker.NewHandler(breaker.WithTurnLimit(2))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = h.Registry().Isolate("dead")
+	p, _ := breaker.FromHandler(h, "")
+	dead, _ := functiontool.New(functiontool.Config{Name: "dead", Description: "x"},
+		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{}, nil })
+	llm := scripted.New("s", func(*model.LLMRequest) *model.LLMResponse {
+		return scripted.CallTools(scripted.Call{Name: "dead"})
+	})
+	inner, _ := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: []tool.Tool{dead}})
+	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, _ := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	var evs []*session.Event
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil && !errors.Is(err, callbacks.ErrTurnEnded) {
+			t.Fatal(err)
+		}
+		if ev != nil {
+			evs = append(evs, ev)
+		}
+		if len(evs) > 100 {
+			t.Fatal("the loop agent is spinning")
+		}
+	}
+	if llm.Calls() != 2 {
+		t.Fatalf("LLM calls = %d, want H=2", llm.Calls())
+	}
+	if !strings.Contains(finalText(evs), "dead") {
+		t.Fatalf("the turn did not end with the plugin's answer: %q", finalText(evs))
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("state left: %d %d", tk, inv)
 	}
 }
