@@ -26,7 +26,7 @@ type pending struct {
 	call   string
 }
 
-func (p *pending) matches(k ticketKey) bool {
+func (p *pending) matches(k *ticketKey) bool {
 	return p.call == k.call && p.inv == k.inv && p.branch == k.branch && p.bd.tool == k.tool
 }
 
@@ -77,7 +77,7 @@ func (t *tickets) shard(call string) *ticketShard {
 func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
 
 // indexLocked returns the position of k in small, or -1.
-func (s *ticketShard) indexLocked(k ticketKey) int {
+func (s *ticketShard) indexLocked(k *ticketKey) int {
 	for i := range s.small {
 		if s.small[i].matches(k) {
 			return i
@@ -103,14 +103,14 @@ func (s *ticketShard) removeAtLocked(i int) {
 // the first call's outcome. Past the per-shard cap the oldest entry is
 // abandoned as Excluded, so a probe slot is never held by an entry nobody
 // will report.
-func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) bool {
+func (t *tickets) put(k *ticketKey, tk registry.Reservation, bd *binding) bool {
 	s := t.shard(k.call)
 	s.mu.Lock()
 	if s.indexLocked(k) >= 0 {
 		s.mu.Unlock()
 		return false
 	}
-	if _, dup := s.big[k]; dup {
+	if _, dup := s.big[*k]; dup {
 		s.mu.Unlock()
 		return false
 	}
@@ -126,7 +126,7 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) bool {
 		if s.big == nil {
 			s.big = make(map[ticketKey]pending)
 		}
-		s.big[k] = p
+		s.big[*k] = p
 	}
 	if len(s.big) == 0 {
 		s.big = nil
@@ -147,7 +147,7 @@ func (t *tickets) put(k ticketKey, tk registry.Reservation, bd *binding) bool {
 // gobreaker is called with the shard lock held. That is safe: lock order is
 // shard → gobreaker → breaker → notifier, and nothing holding a later lock
 // takes a shard lock; no user code runs there.
-func (t *tickets) reserve(k ticketKey, bd *binding) bool {
+func (t *tickets) reserve(k *ticketKey, bd *binding) bool {
 	s := t.shard(k.call)
 	s.mu.Lock()
 	n := len(s.small)
@@ -170,7 +170,7 @@ func (t *tickets) reserve(k ticketKey, bd *binding) bool {
 // reportSuccess reports the pending call for k as a success, in place, and
 // returns its binding (nil when there is none: the plugin's own
 // short-circuit, or a call it never admitted).
-func (t *tickets) reportSuccess(k ticketKey) *binding {
+func (t *tickets) reportSuccess(k *ticketKey) *binding {
 	s := t.shard(k.call)
 	s.mu.Lock()
 	if i := s.indexLocked(k); i >= 0 {
@@ -181,9 +181,9 @@ func (t *tickets) reportSuccess(k ticketKey) *binding {
 		s.mu.Unlock()
 		return bd
 	}
-	p, ok := s.big[k]
+	p, ok := s.big[*k]
 	if ok {
-		delete(s.big, k)
+		delete(s.big, *k)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -210,7 +210,7 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 
 // take removes the pending call for k and returns its reservation and
 // binding (nil when there is none).
-func (t *tickets) take(k ticketKey) (registry.Reservation, *binding) {
+func (t *tickets) take(k *ticketKey) (registry.Reservation, *binding) {
 	s := t.shard(k.call)
 	s.mu.Lock()
 	if i := s.indexLocked(k); i >= 0 {
@@ -219,9 +219,9 @@ func (t *tickets) take(k ticketKey) (registry.Reservation, *binding) {
 		s.mu.Unlock()
 		return tk, bd
 	}
-	p, ok := s.big[k]
+	p, ok := s.big[*k]
 	if ok {
-		delete(s.big, k)
+		delete(s.big, *k)
 	}
 	s.mu.Unlock()
 	return p.tk, p.bd

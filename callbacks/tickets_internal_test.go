@@ -37,12 +37,12 @@ func TestTicketsOverflowAndDrain(t *testing.T) {
 			inv = "inv-b"
 		}
 		k := ticketKey{inv: inv, call: id}
-		if !tix.reserve(k, bd) {
+		if !tix.reserve(&k, bd) {
 			tk, d := br.Reserve()
 			if !d.Allowed {
 				t.Fatal("refused")
 			}
-			tix.put(k, tk, bd)
+			tix.put(&k, tk, bd)
 		}
 	}
 	if n := tix.len(); n != 100 {
@@ -50,18 +50,18 @@ func TestTicketsOverflowAndDrain(t *testing.T) {
 	}
 	// Successes reported in place, from the slice and from the map.
 	for i := 0; i < 40; i += 2 {
-		if tix.reportSuccess(ticketKey{inv: "inv-a", call: ids[i]}) == nil {
+		if tix.reportSuccess(&ticketKey{inv: "inv-a", call: ids[i]}) == nil {
 			t.Fatalf("entry %d not found", i)
 		}
 	}
 	// A failure taken out and reported by the caller.
-	tk, got := tix.take(ticketKey{inv: "inv-b", call: ids[1]})
+	tk, got := tix.take(&ticketKey{inv: "inv-b", call: ids[1]})
 	if got == nil {
 		t.Fatal("take missed")
 	}
 	tk.Report(registry.Failure, 0)
 	// The wrong invocation never matches.
-	if tix.reportSuccess(ticketKey{inv: "inv-b", call: ids[2]}) != nil {
+	if tix.reportSuccess(&ticketKey{inv: "inv-b", call: ids[2]}) != nil {
 		t.Fatal("matched across invocations")
 	}
 	if n := tix.drain("inv-a"); n != 30 {
@@ -84,13 +84,13 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	tix := newTickets(16 * ticketShards) // 16 per shard
 	k := ticketKey{inv: "inv", call: "adk-dup-000001"}
 	tk, _ := br.Reserve()
-	tix.put(k, tk, bd)
+	tix.put(&k, tk, bd)
 	tk2, _ := br.Reserve()
-	if tix.put(k, tk2, bd) { // a model that reused a call ID: the second is not tracked
+	if tix.put(&k, tk2, bd) { // a model that reused a call ID: the second is not tracked
 		t.Fatal("a duplicate key was tracked")
 	}
 	tk2.Report(registry.Excluded, 0)
-	if tix.reportSuccess(k) == nil { // the first is still there, and reports its own outcome
+	if tix.reportSuccess(&k) == nil { // the first is still there, and reports its own outcome
 		t.Fatal("the first call lost its entry")
 	}
 	if c := br.Counts(); c.Exclusions != 1 || c.Successes != 1 {
@@ -100,7 +100,7 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	ids := sameShardIDs(17)
 	for _, id := range ids {
 		tk, _ := br.Reserve()
-		tix.put(ticketKey{inv: "inv", call: id}, tk, bd)
+		tix.put(&ticketKey{inv: "inv", call: id}, tk, bd)
 	}
 	if n := tix.len(); n != 16 {
 		t.Fatalf("pending = %d, want the cap 16", n)

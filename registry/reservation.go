@@ -50,10 +50,8 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 		return false
 	}
 	r.b, r.done, r.probe = b, done, Ticket{}
-	if b.pol.SlowCall > 0 {
+	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
-	} else {
-		r.start = time.Time{}
 	}
 	return true
 }
