@@ -24,10 +24,15 @@ type op struct {
 }
 
 func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {
-	now := time.Now()
+	return s.newOpAt(parent, operation, tool, time.Now())
+}
+
+// newOpAt is newOp for an operation whose budget started at start (time
+// already spent waiting on shared work counts against it).
+func (s *server) newOpAt(parent context.Context, operation Boundary, tool string, start time.Time) *op {
 	return &op{
 		s: s, parent: parent, operation: operation, tool: tool,
-		start: now, deadline: now.Add(s.cfg.OperationBudget),
+		start: start, deadline: start.Add(s.cfg.OperationBudget),
 	}
 }
 
@@ -135,6 +140,27 @@ type hintHolder struct {
 	d        atomic.Int64
 	maxBytes int       // Server.MaxResultBytes, for HTTPClient's body cap
 	opEnd    time.Time // the operation's deadline (budget and run), for detached writes
+	// write is what became of the leg's request (a JSON-RPC call, not a
+	// notification) on a guardConn: writeNone, writeFailed or writeDone. It
+	// is the evidence notSent decides from.
+	write atomic.Int32
+}
+
+// States of hintHolder.write.
+const (
+	writeNone   int32 = iota // no write of the request reached the connection
+	writeFailed              // the connection's Write returned an error
+	writeDone                // the connection's Write returned nil: the request went out
+)
+
+// wrote records the outcome of writing the leg's request. A request that
+// went out once stays written.
+func (h *hintHolder) wrote(err error) {
+	if err == nil {
+		h.write.Store(writeDone)
+		return
+	}
+	h.write.CompareAndSwap(writeNone, writeFailed)
 }
 
 // remaining returns the time left to the operation of the leg h belongs to.

@@ -123,11 +123,25 @@ func classifyErr(err error) (Class, Reason) {
 	return ClassFault, ReasonTransport
 }
 
-// notSent reports whether err certainly means the request never reached the
-// server (so repeating it cannot repeat a side effect): the session was
-// already closing when the call was made, or the server no longer knows the
-// session (HTTP 404).
-func notSent(err error) bool {
+// notSent reports whether the request of a leg certainly never reached the
+// server, so that repeating it cannot repeat a side effect. It decides from
+// what became of the write (recorded in the leg's holder h by guardConn.Write),
+// not from the error's identity alone: the go-sdk reports ErrSessionMissing
+// and a closing connection both for a request it never sent and, through the
+// read side, for one already sent and accepted (an HTTP call whose SSE stream
+// dropped and whose resumption GET got 404). The request was not sent when
+//   - the connection's Write failed (or was never reached: the session was
+//     already closing), and
+//   - the error says the session was closing or is gone (HTTP 404 to the
+//     POST itself).
+//
+// A request whose Write succeeded is "result unknown", whatever error the
+// read side then delivers. gc is nil for a caller's own Session, whose writes
+// are not observed: its requests always count as sent.
+func notSent(err error, h *hintHolder, gc *guardConn) bool {
+	if gc == nil || h == nil || h.write.Load() == writeDone {
+		return false
+	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return true
 	}

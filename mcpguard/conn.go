@@ -27,8 +27,9 @@ const (
 
 // conn owns one server's session: it dials lazily, shares one in-flight
 // dial between concurrent operations (each waits only as long as its own
-// leg allows), and drops a session after a transport fault so that the next
-// operation reconnects.
+// leg allows, and dials itself when the shared dial ended for its caller's
+// own reasons), and drops a session after a transport fault so that the
+// next operation reconnects.
 type conn struct {
 	s      *server
 	client *mcp.Client
@@ -39,6 +40,7 @@ type conn struct {
 	gc      *guardConn         // Guarded by mu: sess's connection, nil for a caller's session.
 	dialing chan struct{}      // Guarded by mu: closed when the in-flight dial ends.
 	dialErr *Error             // Guarded by mu: result of the last dial, for its waiters.
+	dialEnd time.Time          // Guarded by mu: when the last dial ended.
 	closed  bool               // Guarded by mu.
 	gen     uint64             // Guarded by mu: counts established sessions.
 }
@@ -84,15 +86,30 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 			case <-ch:
 				l.cancel()
 				c.mu.Lock()
-				s, gc, derr := c.sess, c.gc, c.dialErr
+				s, gc, derr, dialEnd := c.sess, c.gc, c.dialErr, c.dialEnd
 				c.mu.Unlock()
 				if s != nil {
 					return s, gc, nil
+				}
+				if derr != nil && derr.callerBound() {
+					// The dial ended for its own caller's reasons (cancelled,
+					// or out of that caller's budget): nothing is known about
+					// the server, so dial ourselves within our own budget.
+					if err := o.parent.Err(); err != nil {
+						return nil, nil, o.failure(l, err, nil)
+					}
+					continue
 				}
 				if derr != nil {
 					// Report the dial's failure as ours, with our bookkeeping.
 					e := o.err(BoundaryConnect, derr.Cause)
 					e.Class, e.Reason, e.Limit, e.Granted = derr.Class, derr.Reason, derr.Limit, derr.Granted
+					// A delay the server asked for runs from the end of the
+					// dial that got it, as it does for that dial's caller: we
+					// retry at the same moment, never earlier.
+					if derr.RetryAfter > 0 {
+						e.RetryAfter = max(derr.RetryAfter-time.Since(dialEnd), time.Nanosecond)
+					}
 					return nil, nil, e
 				}
 				continue
@@ -109,7 +126,7 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 
 		c.mu.Lock()
 		c.dialing = nil
-		c.dialErr = e
+		c.dialErr, c.dialEnd = e, time.Now()
 		if e == nil {
 			if c.closed {
 				c.mu.Unlock()
@@ -293,6 +310,13 @@ func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
 		// The bound fired while writing: the connection is closed, and the
 		// message may be incomplete.
 		err = mcp.ErrConnectionClosed
+	}
+	if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
+		// Record, in the leg the request belongs to, whether it was written:
+		// only a failed write can prove it never reached the server (notSent).
+		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok {
+			h.wrote(err)
+		}
 	}
 	if err != nil && ctx.Err() == nil && !isRejected(err) {
 		c.dead.Store(true)

@@ -239,6 +239,20 @@ func (e *Error) retryable() bool {
 	return false
 }
 
+// callerBound reports whether e ended for reasons of the operation that got
+// it rather than of the server: its caller cancelled, or its own budget or
+// run deadline ran out (refused to send, or bounded the leg that timed out).
+// Such a result of work shared with other operations (a discovery or a dial
+// they joined) says nothing about what they can get within their own
+// budgets, so they try for themselves instead of taking it.
+func (e *Error) callerBound() bool {
+	switch e.Class {
+	case ClassCancelled, ClassBudgetExhausted:
+		return true
+	}
+	return e.Limit == LimitOperationBudget || e.Limit == LimitRunDeadline
+}
+
 // brokeConnection reports whether e means the session cannot be used again.
 func (e *Error) brokeConnection() bool {
 	switch e.Reason {

@@ -106,8 +106,14 @@ type Retry struct {
 	// out exactly, or not at all when it would overrun the budget.
 	Base, Cap time.Duration
 	// BudgetRatio caps retries to this fraction of the server's operations
-	// over BudgetWindow, so an outage does not multiply load. If 0, 0.2.
+	// over BudgetWindow (on top of BudgetMin), so an outage does not
+	// multiply load. In [0, 1]; if 0, 0.2 — a zero value cannot mean "no
+	// ratio": set NoBudgetRatio for that.
 	BudgetRatio float64
+	// NoBudgetRatio removes the ratio: only BudgetMin retries are allowed per
+	// BudgetWindow, however many operations there are. BudgetRatio must then
+	// be 0.
+	NoBudgetRatio bool
 	// BudgetMin retries are always allowed per BudgetWindow. If 0, 3.
 	BudgetMin int
 	// BudgetWindow is the retry budget's sliding window. If 0, 10s.
@@ -157,7 +163,7 @@ func (r Retry) WithDefaults() Retry {
 	r.MaxAttempts = orInt(r.MaxAttempts, DefaultMaxAttempts)
 	r.Base = orDur(r.Base, DefaultRetryBase)
 	r.Cap = orDur(r.Cap, DefaultRetryCap)
-	if r.BudgetRatio == 0 {
+	if r.BudgetRatio == 0 && !r.NoBudgetRatio {
 		r.BudgetRatio = DefaultBudgetRatio
 	}
 	r.BudgetMin = orInt(r.BudgetMin, DefaultBudgetMin)
@@ -221,6 +227,8 @@ func (s Server) Validate() error {
 	}
 	if r := s.Retry.BudgetRatio; r < 0 || r > 1 || math.IsNaN(r) {
 		bad("retry.budget_ratio", "must be in [0, 1], got %v", r)
+	} else if r != 0 && s.Retry.NoBudgetRatio {
+		bad("retry.budget_ratio", "must be 0 with retry.no_budget_ratio, got %v", r)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return err

@@ -63,7 +63,15 @@ func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 // tools returns the server's tools: the cached list while it is fresh, else
 // a new discovery (shared with concurrent callers). When discovery fails the
 // last good list is served, unless NoLastGood; stale reports that.
+//
+// The caller's operation budget starts now, whether it runs the discovery or
+// joins one in flight. A joiner waits no longer than its own context and
+// budget allow, and takes the shared result only when it says something about
+// the server: when the discovery ended for its own caller's reasons
+// (cancelled, or bounded by that caller's budget or run deadline), the joiner
+// tries for itself with what is left of its own budget.
 func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err error) {
+	start := time.Now()
 	for {
 		s.mu.Lock()
 		if s.cache != nil && !s.stale && time.Since(s.cachedAt) < s.cfg.ToolsTTL {
@@ -77,7 +85,7 @@ func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err erro
 		}
 		s.mu.Unlock()
 		// Join the discovery in flight, no longer than our own budget.
-		t := time.NewTimer(s.cfg.OperationBudget)
+		t := time.NewTimer(time.Until(start.Add(s.cfg.OperationBudget)))
 		select {
 		case <-ch:
 			t.Stop()
@@ -87,6 +95,12 @@ func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err erro
 			s.mu.Unlock()
 			if err == nil && cache != nil {
 				return cache, false, nil
+			}
+			if ctx.Err() != nil {
+				return s.lastGood(ctx.Err())
+			}
+			if e, ok := err.(*Error); ok && e.callerBound() {
+				continue // not the server's answer: try ourselves
 			}
 			return s.lastGood(err)
 		case <-ctx.Done():
@@ -100,7 +114,7 @@ func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err erro
 	s.discovering = ch
 	s.mu.Unlock()
 
-	ts, err := s.discover(ctx)
+	ts, err := s.discover(ctx, start)
 
 	s.mu.Lock()
 	s.discovering = nil
@@ -131,9 +145,10 @@ func (s *server) lastGood(err error) ([]*Tool, bool, error) {
 }
 
 // discover asks the server's breaker, then connects if needed and reads
-// every tools/list page, retrying within one operation budget.
-func (s *server) discover(ctx context.Context) ([]*Tool, error) {
-	o := s.newOp(ctx, BoundaryListTools, "")
+// every tools/list page, retrying within one operation budget, which started
+// at start (when the caller asked for the tools).
+func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error) {
+	o := s.newOpAt(ctx, BoundaryListTools, "", start)
 	tk, d := s.br.Admit()
 	if !d.Allowed {
 		e := &UnavailableError{Server: s.cfg.Name, State: d.State, Refusal: d.Reason, RetryAfter: d.RetryAfter}
@@ -316,7 +331,7 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 				}
 				e = o.failure(l, err, gc)
 				l.cancel()
-				sent = !notSent(err)
+				sent = !notSent(err, l.hint, gc)
 			}
 		}
 		last = e
