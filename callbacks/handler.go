@@ -203,13 +203,13 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if bd.br == nil {
 		return nil, nil
 	}
-	k := ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: bd.tool}
-	if bd.br.Closed() && h.tix.reserve(&k, bd) {
+	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
+	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd) {
 		return nil, nil
 	}
 	tk, d := bd.br.Reserve()
 	if d.Allowed {
-		if !h.tix.put(&k, tk, bd) {
+		if !h.tix.put(ctx, call, inv, tk, bd) {
 			// The same call ID is already pending for this tool: run this
 			// one unprotected rather than let it report the other's outcome.
 			tk.Report(registry.Excluded, 0)
@@ -264,7 +264,7 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 // always returns (nil, nil) so later plugins and agent callbacks still see the
 // error.
 func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
-	tk, bd := h.tix.take(&ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: t.Name()})
+	tk, bd := h.tix.take(ctx, ctx.FunctionCallID())
 	if bd == nil {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
@@ -277,14 +277,14 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 // (ADK runs after-tool callbacks even then) and is ignored. It always returns
 // (nil, nil).
 func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	k := ticketKey{inv: ctx.InvocationID(), branch: ctx.Branch(), call: ctx.FunctionCallID(), tool: t.Name()}
+	call := ctx.FunctionCallID()
 	if err == nil {
-		if bd := h.tix.reportSuccess(&k); bd != nil && bd.lastGood != nil && result != nil {
+		if bd := h.tix.reportSuccess(ctx, call); bd != nil && bd.lastGood != nil && result != nil {
 			bd.lastGood.store(scopeOf(ctx), args, result, h.clock.Now())
 		}
 		return nil, nil
 	}
-	tk, bd := h.tix.take(&k)
+	tk, bd := h.tix.take(ctx, call)
 	if bd == nil {
 		return nil, nil
 	}

@@ -1,33 +1,29 @@
 package callbacks
 
 import (
+	"google.golang.org/adk/agent"
 	"hash/maphash"
 	"sync"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// ticketKey identifies one admitted tool call: ADK passes the same
-// invocation, branch and function-call ID, and the same tool, to BeforeTool,
-// OnToolError and AfterTool. The call ID comes from the model and may repeat
-// (a model reusing "call_0", parallel sub-agents sharing an invocation), so
-// the branch and the tool name are part of the key: a call can never report
-// another call's outcome, and a name the model invented (which reaches only
-// OnToolError) never matches a real call.
-type ticketKey struct {
-	inv, branch, call, tool string
-}
+// A pending call is identified by its tool context. ADK (v1.7.0) creates one
+// agent.ToolContext per function call and passes that same object to
+// BeforeTool, OnToolError and AfterTool, so identity names exactly one call.
+// Keys built from strings cannot: call IDs come from the model and repeat (a
+// model reusing "call_0" for two calls in one response, parallel sub-agents
+// sharing an invocation), and a refused duplicate's AfterTool would then
+// report another call's outcome — a premature success for a half-open probe.
+// The end-to-end tests on the real runner fail loudly if ADK ever stops
+// passing the same object.
+type callKey = agent.ToolContext
 
 type pending struct {
-	tk     registry.Reservation
-	bd     *binding // bd.tool is the key's tool name
-	inv    string
-	branch string
-	call   string
-}
-
-func (p *pending) matches(k *ticketKey) bool {
-	return p.call == k.call && p.inv == k.inv && p.branch == k.branch && p.bd.tool == k.tool
+	tk  registry.Reservation
+	bd  *binding
+	ctx callKey
+	inv string // for AfterRun's drain
 }
 
 const (
@@ -51,9 +47,9 @@ type tickets struct {
 
 type ticketShard struct {
 	mu    sync.Mutex
-	small []pending             // Guarded by mu.
-	big   map[ticketKey]pending // Guarded by mu; nil until small overflows.
-	_     [40]byte              // keep shards on separate cache lines
+	small []pending           // Guarded by mu.
+	big   map[callKey]pending // Guarded by mu; nil until small overflows.
+	_     [40]byte            // keep shards on separate cache lines
 }
 
 func newTickets(maxPending int) *tickets {
@@ -76,10 +72,10 @@ func (t *tickets) shard(call string) *ticketShard {
 
 func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
 
-// indexLocked returns the position of k in small, or -1.
-func (s *ticketShard) indexLocked(k *ticketKey) int {
+// indexLocked returns the position of ctx's call in small, or -1.
+func (s *ticketShard) indexLocked(ctx callKey) int {
 	for i := range s.small {
-		if s.small[i].matches(k) {
+		if s.small[i].ctx == ctx {
 			return i
 		}
 	}
@@ -87,13 +83,16 @@ func (s *ticketShard) indexLocked(k *ticketKey) int {
 }
 
 // removeAtLocked removes small[i] by moving the last entry into its place.
-// The vacated slot keeps its old contents until reused: at most
-// smallPending entries per shard, so nothing is retained without bound.
+// The vacated slot's context and invocation ID are cleared: a stale tool
+// context would keep the finished invocation's whole object graph (session,
+// agent, requests) reachable. The rest (breaker, binding) is long-lived.
 func (s *ticketShard) removeAtLocked(i int) {
 	last := len(s.small) - 1
 	if i != last {
 		s.small[i] = s.small[last]
 	}
+	s.small[last].ctx, s.small[last].inv = nil, ""
+	s.small[last].tk = registry.Reservation{}
 	s.small = s.small[:last]
 }
 
@@ -103,14 +102,14 @@ func (s *ticketShard) removeAtLocked(i int) {
 // the first call's outcome. Past the per-shard cap the oldest entry is
 // abandoned as Excluded, so a probe slot is never held by an entry nobody
 // will report.
-func (t *tickets) put(k *ticketKey, tk registry.Reservation, bd *binding) bool {
-	s := t.shard(k.call)
+func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding) bool {
+	s := t.shard(call)
 	s.mu.Lock()
-	if s.indexLocked(k) >= 0 {
+	if s.indexLocked(ctx) >= 0 {
 		s.mu.Unlock()
 		return false
 	}
-	if _, dup := s.big[*k]; dup {
+	if _, dup := s.big[ctx]; dup {
 		s.mu.Unlock()
 		return false
 	}
@@ -119,14 +118,14 @@ func (t *tickets) put(k *ticketKey, tk registry.Reservation, bd *binding) bool {
 	if s.lenLocked() >= t.perCap {
 		evicted, evict = s.evictLocked()
 	}
-	p := pending{tk: tk, bd: bd, inv: k.inv, branch: k.branch, call: k.call}
+	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
 		if s.big == nil {
-			s.big = make(map[ticketKey]pending)
+			s.big = make(map[callKey]pending)
 		}
-		s.big[*k] = p
+		s.big[ctx] = p
 	}
 	if len(s.big) == 0 {
 		s.big = nil
@@ -147,11 +146,11 @@ func (t *tickets) put(k *ticketKey, tk registry.Reservation, bd *binding) bool {
 // gobreaker is called with the shard lock held. That is safe: lock order is
 // shard → gobreaker → breaker → notifier, and nothing holding a later lock
 // takes a shard lock; no user code runs there.
-func (t *tickets) reserve(k *ticketKey, bd *binding) bool {
-	s := t.shard(k.call)
+func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
+	s := t.shard(call)
 	s.mu.Lock()
 	n := len(s.small)
-	if n == smallPending || s.big != nil || s.indexLocked(k) >= 0 {
+	if n == smallPending || s.big != nil || s.indexLocked(ctx) >= 0 {
 		s.mu.Unlock()
 		return false
 	}
@@ -162,7 +161,7 @@ func (t *tickets) reserve(k *ticketKey, bd *binding) bool {
 		s.mu.Unlock()
 		return false
 	}
-	p.bd, p.inv, p.branch, p.call = bd, k.inv, k.branch, k.call
+	p.bd, p.ctx, p.inv = bd, ctx, inv
 	s.mu.Unlock()
 	return true
 }
@@ -170,10 +169,10 @@ func (t *tickets) reserve(k *ticketKey, bd *binding) bool {
 // reportSuccess reports the pending call for k as a success, in place, and
 // returns its binding (nil when there is none: the plugin's own
 // short-circuit, or a call it never admitted).
-func (t *tickets) reportSuccess(k *ticketKey) *binding {
-	s := t.shard(k.call)
+func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
+	s := t.shard(call)
 	s.mu.Lock()
-	if i := s.indexLocked(k); i >= 0 {
+	if i := s.indexLocked(ctx); i >= 0 {
 		p := &s.small[i]
 		p.tk.Report(registry.Success, 0)
 		bd := p.bd
@@ -181,9 +180,9 @@ func (t *tickets) reportSuccess(k *ticketKey) *binding {
 		s.mu.Unlock()
 		return bd
 	}
-	p, ok := s.big[*k]
+	p, ok := s.big[ctx]
 	if ok {
-		delete(s.big, *k)
+		delete(s.big, ctx)
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -210,18 +209,18 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 
 // take removes the pending call for k and returns its reservation and
 // binding (nil when there is none).
-func (t *tickets) take(k *ticketKey) (registry.Reservation, *binding) {
-	s := t.shard(k.call)
+func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {
+	s := t.shard(call)
 	s.mu.Lock()
-	if i := s.indexLocked(k); i >= 0 {
+	if i := s.indexLocked(ctx); i >= 0 {
 		tk, bd := s.small[i].tk, s.small[i].bd
 		s.removeAtLocked(i)
 		s.mu.Unlock()
 		return tk, bd
 	}
-	p, ok := s.big[*k]
+	p, ok := s.big[ctx]
 	if ok {
-		delete(s.big, *k)
+		delete(s.big, ctx)
 	}
 	s.mu.Unlock()
 	return p.tk, p.bd
@@ -243,7 +242,7 @@ func (t *tickets) drain(inv string) int {
 			i++
 		}
 		for k, p := range s.big {
-			if k.inv == inv {
+			if p.inv == inv {
 				out = append(out, p)
 				delete(s.big, k)
 			}

@@ -4,8 +4,16 @@ import (
 	"fmt"
 	"testing"
 
+	"google.golang.org/adk/agent"
+
 	"github.com/adkbreaker/adkbreaker/registry"
 )
+
+// callCtx is a distinct object per call, as ADK's tool contexts are.
+type callCtx struct {
+	agent.ToolContext
+	n int
+}
 
 func newTestBinding(t *testing.T, pol registry.Policy) (*binding, *registry.Breaker) {
 	t.Helper()
@@ -17,52 +25,52 @@ func newTestBinding(t *testing.T, pol registry.Policy) (*binding, *registry.Brea
 	return &binding{key: "dep", br: br}, br
 }
 
-// sameShardIDs returns n call IDs that all land in one shard (same last two
-// bytes), forcing the shard past its slice into the overflow map.
-func sameShardIDs(n int) []string {
-	out := make([]string, n)
-	for i := range out {
-		out[i] = fmt.Sprintf("adk-%06d-zz", i)
+// sameShardID is a call ID that always lands in one shard, forcing the shard
+// past its slice into the overflow map.
+const sameShardID = "adk-000000-zz"
+
+func admit(t *testing.T, tix *tickets, ctx callKey, call, inv string, bd *binding) {
+	t.Helper()
+	if tix.reserve(ctx, call, inv, bd) {
+		return
 	}
-	return out
+	tk, d := bd.br.Reserve()
+	if !d.Allowed {
+		t.Fatal("refused")
+	}
+	if !tix.put(ctx, call, inv, tk, bd) {
+		t.Fatal("not tracked")
+	}
 }
 
 func TestTicketsOverflowAndDrain(t *testing.T) {
 	bd, br := newTestBinding(t, registry.Policy{ConsecutiveFailures: 1 << 20, DisableFailureRate: true})
 	tix := newTickets(1 << 16)
-	ids := sameShardIDs(100)
-	for i, id := range ids {
+	ctxs := make([]*callCtx, 100)
+	for i := range ctxs {
+		ctxs[i] = &callCtx{n: i}
 		inv := "inv-a"
 		if i%2 == 1 {
 			inv = "inv-b"
 		}
-		k := ticketKey{inv: inv, call: id}
-		if !tix.reserve(&k, bd) {
-			tk, d := br.Reserve()
-			if !d.Allowed {
-				t.Fatal("refused")
-			}
-			tix.put(&k, tk, bd)
-		}
+		// Every call reuses one call ID: identity, not the ID, tells them apart.
+		admit(t, tix, ctxs[i], sameShardID, inv, bd)
 	}
 	if n := tix.len(); n != 100 {
 		t.Fatalf("pending = %d, want 100", n)
 	}
-	// Successes reported in place, from the slice and from the map.
-	for i := 0; i < 40; i += 2 {
-		if tix.reportSuccess(&ticketKey{inv: "inv-a", call: ids[i]}) == nil {
+	for i := 0; i < 40; i += 2 { // successes reported in place, from the slice and the map
+		if tix.reportSuccess(ctxs[i], sameShardID) == nil {
 			t.Fatalf("entry %d not found", i)
 		}
 	}
-	// A failure taken out and reported by the caller.
-	tk, got := tix.take(&ticketKey{inv: "inv-b", call: ids[1]})
+	tk, got := tix.take(ctxs[1], sameShardID)
 	if got == nil {
 		t.Fatal("take missed")
 	}
 	tk.Report(registry.Failure, 0)
-	// The wrong invocation never matches.
-	if tix.reportSuccess(&ticketKey{inv: "inv-b", call: ids[2]}) != nil {
-		t.Fatal("matched across invocations")
+	if tix.reportSuccess(&callCtx{n: -1}, sameShardID) != nil {
+		t.Fatal("a call that was never admitted matched another call")
 	}
 	if n := tix.drain("inv-a"); n != 30 {
 		t.Fatalf("drained %d of inv-a, want 30", n)
@@ -73,8 +81,7 @@ func TestTicketsOverflowAndDrain(t *testing.T) {
 	if n := tix.len(); n != 0 {
 		t.Fatalf("pending after drain = %d", n)
 	}
-	c := br.Counts()
-	if c.Successes != 20 || c.Failures != 1 || c.Exclusions != 79 {
+	if c := br.Counts(); c.Successes != 20 || c.Failures != 1 || c.Exclusions != 79 {
 		t.Fatalf("counts = %+v, want 20 successes, 1 failure, 79 exclusions", c)
 	}
 }
@@ -82,31 +89,28 @@ func TestTicketsOverflowAndDrain(t *testing.T) {
 func TestTicketsDuplicateAndCap(t *testing.T) {
 	bd, br := newTestBinding(t, registry.Policy{ConsecutiveFailures: 1 << 20, DisableFailureRate: true})
 	tix := newTickets(16 * ticketShards) // 16 per shard
-	k := ticketKey{inv: "inv", call: "adk-dup-000001"}
-	tk, _ := br.Reserve()
-	tix.put(&k, tk, bd)
+	c := &callCtx{}
+	admit(t, tix, c, "adk-dup-000001", "inv", bd)
 	tk2, _ := br.Reserve()
-	if tix.put(&k, tk2, bd) { // a model that reused a call ID: the second is not tracked
-		t.Fatal("a duplicate key was tracked")
+	if tix.put(c, "adk-dup-000001", "inv", tk2, bd) { // the same call admitted twice: not tracked
+		t.Fatal("a duplicate was tracked")
 	}
 	tk2.Report(registry.Excluded, 0)
-	if tix.reportSuccess(&k) == nil { // the first is still there, and reports its own outcome
-		t.Fatal("the first call lost its entry")
+	if tix.reportSuccess(c, "adk-dup-000001") == nil {
+		t.Fatal("the first admission lost its entry")
 	}
-	if c := br.Counts(); c.Exclusions != 1 || c.Successes != 1 {
-		t.Fatalf("counts = %+v, want the duplicate excluded and the first a success", c)
+	if cnt := br.Counts(); cnt.Exclusions != 1 || cnt.Successes != 1 {
+		t.Fatalf("counts = %+v, want the duplicate excluded and the first a success", cnt)
 	}
-	// Past the per-shard cap the oldest entry is abandoned.
-	ids := sameShardIDs(17)
-	for _, id := range ids {
+	for i := range 17 { // past the per-shard cap the oldest entry is abandoned
 		tk, _ := br.Reserve()
-		tix.put(&ticketKey{inv: "inv", call: id}, tk, bd)
+		tix.put(&callCtx{n: i}, fmt.Sprint(sameShardID), "inv", tk, bd)
 	}
 	if n := tix.len(); n != 16 {
 		t.Fatalf("pending = %d, want the cap 16", n)
 	}
-	if c := br.Counts(); c.Exclusions != 2 {
-		t.Fatalf("cap eviction not reported: %+v", c)
+	if cnt := br.Counts(); cnt.Exclusions != 2 {
+		t.Fatalf("cap eviction not reported: %+v", cnt)
 	}
 	tix.drain("inv")
 }

@@ -767,3 +767,43 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 		t.Fatalf("state left: %d %d", tk, inv)
 	}
 }
+
+// TestDuplicateIDInHalfOpenCannotCloseForTheProbe: two calls with the same ID
+// to the same tool while half-open: one is the probe, the other is refused.
+// The refused one's AfterTool must not report the probe's outcome; the probe
+// (which fails) re-opens the breaker.
+func TestDuplicateIDInHalfOpenCannotCloseForTheProbe(t *testing.T) {
+	gate := make(chan struct{})
+	obs := &gateObserver{after: 1, gate: gate}
+	var tripped atomic.Bool
+	e := newEnv(t, func(req *model.LLMRequest) *model.LLMResponse {
+		if rs := scripted.LastResponses(req); rs != nil {
+			return scripted.Text("ok")
+		}
+		if !tripped.Load() {
+			return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}})
+		}
+		r := scripted.CallTools(
+			scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}},
+			scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "2"}},
+		)
+		for _, p := range r.Content.Parts {
+			p.FunctionCall.ID = "call_0"
+		}
+		return r
+	}, breaker.WithObserver(obs))
+	e.backend.SetMode(fakebackend.Down)
+	for range 3 {
+		e.mustTurn("trip")
+	}
+	tripped.Store(true)
+	obs.count.Store(0)
+	e.backend.SetGate(gate) // the probe waits until the duplicate was refused
+	e.clk.Advance(30 * time.Second)
+	e.mustTurn("probe with a duplicate ID")
+	b := e.breaker("billing-api")
+	if st, c := b.State(), b.Counts(); st != registry.StateOpen || c.Trips != 2 {
+		t.Fatalf("state %v, counts %+v: the failing probe must re-open the breaker", st, c)
+	}
+	e.assertNoPending()
+}

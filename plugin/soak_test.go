@@ -76,7 +76,7 @@ func TestSoakLeavesNoPerInvocationState(t *testing.T) {
 			return scripted.Text("done")
 		}
 		return scripted.CallTools(scripted.Call{Name: which.Load().(string)})
-	})
+	}).WithoutLog()
 	h, err := breaker.NewHandler(
 		breaker.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 3, OpenFor: time.Hour, DisableFailureRate: true}),
 		breaker.WithPolicy("fail_tool", registry.Policy{ConsecutiveFailures: 1 << 30, DisableFailureRate: true}),

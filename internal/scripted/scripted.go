@@ -23,8 +23,19 @@ type Model struct {
 	name string
 	step Step
 
-	mu   sync.Mutex
-	reqs []*model.LLMRequest
+	mu    sync.Mutex
+	reqs  []*model.LLMRequest
+	nolog bool
+}
+
+// WithoutLog stops m from keeping the requests it receives (for soak tests,
+// where the log would grow without bound). Requests and Calls then report
+// nothing.
+func (m *Model) WithoutLog() *Model {
+	m.mu.Lock()
+	m.nolog = true
+	m.mu.Unlock()
+	return m
 }
 
 // New returns a scripted model.
@@ -39,7 +50,9 @@ func (m *Model) Name() string { return m.name }
 func (m *Model) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
 	return func(yield func(*model.LLMResponse, error) bool) {
 		m.mu.Lock()
-		m.reqs = append(m.reqs, req)
+		if !m.nolog {
+			m.reqs = append(m.reqs, req)
+		}
 		m.mu.Unlock()
 		if err := ctx.Err(); err != nil {
 			yield(nil, err)
