@@ -4,6 +4,7 @@ import (
 	"google.golang.org/adk/agent"
 	"hash/maphash"
 	"sync"
+	"sync/atomic"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -49,7 +50,10 @@ type ticketShard struct {
 	mu    sync.Mutex
 	small []pending           // Guarded by mu.
 	big   map[callKey]pending // Guarded by mu; nil until small overflows.
-	_     [40]byte            // keep shards on separate cache lines
+	// n mirrors the entry count (written under mu) so that AfterRun can skip
+	// empty shards without locking them.
+	n atomic.Int32
+	_ [36]byte // keep shards on separate cache lines
 }
 
 func newTickets(maxPending int) *tickets {
@@ -130,6 +134,7 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 	if len(s.big) == 0 {
 		s.big = nil
 	}
+	s.n.Store(int32(s.lenLocked()))
 	s.mu.Unlock()
 	if evict {
 		evicted.tk.Report(registry.Excluded, 0)
@@ -162,6 +167,7 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
 		return false
 	}
 	p.bd, p.ctx, p.inv = bd, ctx, inv
+	s.n.Store(int32(n + 1))
 	s.mu.Unlock()
 	return true
 }
@@ -177,12 +183,14 @@ func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
 		p.tk.Report(registry.Success, 0)
 		bd := p.bd
 		s.removeAtLocked(i)
+		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
 		return bd
 	}
 	p, ok := s.big[ctx]
 	if ok {
 		delete(s.big, ctx)
+		s.n.Store(int32(s.lenLocked()))
 	}
 	s.mu.Unlock()
 	if !ok {
@@ -215,12 +223,14 @@ func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding
 	if i := s.indexLocked(ctx); i >= 0 {
 		tk, bd := s.small[i].tk, s.small[i].bd
 		s.removeAtLocked(i)
+		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
 		return tk, bd
 	}
 	p, ok := s.big[ctx]
 	if ok {
 		delete(s.big, ctx)
+		s.n.Store(int32(s.lenLocked()))
 	}
 	s.mu.Unlock()
 	return p.tk, p.bd
@@ -232,6 +242,9 @@ func (t *tickets) drain(inv string) int {
 	var out []pending
 	for i := range t.shards {
 		s := &t.shards[i]
+		if s.n.Load() == 0 {
+			continue
+		}
 		s.mu.Lock()
 		for i := 0; i < len(s.small); {
 			if s.small[i].inv == inv {
@@ -247,6 +260,7 @@ func (t *tickets) drain(inv string) int {
 				delete(s.big, k)
 			}
 		}
+		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
 	}
 	for _, p := range out {

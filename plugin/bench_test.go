@@ -33,7 +33,7 @@ func turnRunner(b *testing.B, plugins ...*adkplugin.Plugin) (*runner.Runner, ses
 			return scripted.Text("done")
 		}
 		return scripted.CallTools(scripted.Call{Name: "noop"})
-	})
+	}).WithoutLog()
 	a, err := llmagent.New(llmagent.Config{Name: "bench", Model: llm, Tools: []tool.Tool{noop}})
 	if err != nil {
 		b.Fatal(err)
