@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"go.opentelemetry.io/otel/metric"
 	"iter"
 	"log/slog"
 	"strings"
@@ -62,8 +63,10 @@ type Model struct {
 	classify Classifier
 	quotaLoc *time.Location
 	onEvent  func(context.Context, Event)
-	answer   bool
-	noMeta   bool
+	// failovers counts hops when WithMeterProvider is set; nil otherwise.
+	failovers metric.Int64Counter
+	answer    bool
+	noMeta    bool
 
 	pending atomic.Int64
 	unsub   func()
@@ -114,6 +117,7 @@ type settings struct {
 	answer    bool
 	noMeta    bool
 	transport transportFactory
+	meter     metric.MeterProvider
 	errs      []error
 }
 
@@ -235,6 +239,13 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 	}
 	if m.log == nil {
 		m.log = slog.Default()
+	}
+	if s.meter != nil {
+		c, err := newFailoverCounter(s.meter)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		m.failovers = c
 	}
 	m.eps = make([]endpoint, len(endpoints))
 	seen := map[registry.Key]int{}

@@ -300,6 +300,7 @@ func (m *Model) leave(ctx context.Context, c *chain, ep *endpoint, r Reason, wai
 			attribute.String("reason", string(r)), attribute.Float64("retry_after_s", wait.Seconds()),
 		))
 	}
+	m.countFailover(ctx, ev)
 	if m.onEvent != nil {
 		m.onEvent(ctx, ev)
 	}
