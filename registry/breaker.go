@@ -189,17 +189,26 @@ func (b *Breaker) Policy() Policy { return b.pol }
 // allocate.
 func (b *Breaker) Admit() (Ticket, Decision) {
 	if State(b.state.Load()) == StateClosed {
-		cb := b.cb.Load()
-		if done, err := cb.Allow(); err == nil {
-			if State(b.state.Load()) == StateClosed {
-				return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
-			}
-			// Raced with a trip: gobreaker may have admitted us as an early
-			// probe. Release the slot without deciding.
-			done(errExcluded)
+		if done, ok := b.allowClosed(); ok {
+			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 		}
 	}
 	return b.admitSlow()
+}
+
+// allowClosed admits a call through gobreaker while the breaker is closed.
+// A call that raced with a trip (gobreaker may have admitted it as an early
+// probe) is released without deciding, and ok is false.
+func (b *Breaker) allowClosed() (done func(error), ok bool) {
+	done, err := b.cb.Load().Allow()
+	if err != nil {
+		return nil, false
+	}
+	if State(b.state.Load()) != StateClosed {
+		done(errExcluded)
+		return nil, false
+	}
+	return done, true
 }
 
 // Allow is Admit with the refusal as an error (*OpenError, matching ErrOpen).
@@ -227,13 +236,8 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				// Pathological churn; refuse rather than spin.
 				return b.refuse(now, StateClosed, RefusedOpen, time.Second)
 			}
-			cb := b.cb.Load()
-			done, err := cb.Allow()
-			if err == nil {
-				if State(b.state.Load()) == StateClosed {
-					return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
-				}
-				done(errExcluded)
+			if done, ok := b.allowClosed(); ok {
+				return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 			}
 			continue
 		case StateOpen:
@@ -326,14 +330,23 @@ func (b *Breaker) expiredProbesLocked(now time.Time) []*ticketRec {
 	return out
 }
 
+// claimProbe takes the single report of a probe, unless its real outcome (or
+// another claim) won the race.
+func claimProbe(r *ticketRec) (done func(error), ok bool) {
+	if !r.seq.CompareAndSwap(r.issued, r.issued+1) {
+		return nil, false
+	}
+	done, r.done = r.done, nil
+	return done, true
+}
+
 // expire reports a probe whose lease ran out as a failure, unless its real
 // outcome won the race.
 func (b *Breaker) expire(r *ticketRec) {
-	if !r.seq.CompareAndSwap(r.issued, r.issued+1) {
+	done, ok := claimProbe(r)
+	if !ok {
 		return
 	}
-	done := r.done
-	r.done = nil
 	b.mu.Lock()
 	b.nextCause = CauseLeaseExpired
 	b.mu.Unlock()

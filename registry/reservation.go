@@ -41,12 +41,8 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
-	done, err := b.cb.Load().Allow()
-	if err != nil {
-		return false
-	}
-	if State(b.state.Load()) != StateClosed {
-		done(errExcluded) // raced with a trip: release without deciding
+	done, ok := b.allowClosed()
+	if !ok {
 		return false
 	}
 	r.b, r.done, r.probe = b, done, Ticket{}

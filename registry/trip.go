@@ -47,7 +47,9 @@ func (b *Breaker) Trip(hold time.Duration, cause Cause) {
 
 		if st == StateHalfOpen && len(probes) > 0 {
 			for _, r := range probes {
-				b.failProbe(r)
+				if done, ok := claimProbe(r); ok {
+					done(errFailure)
+				}
 			}
 		} else {
 			b.forceTrip.Store(true)
@@ -73,14 +75,4 @@ func (b *Breaker) Trip(hold time.Duration, cause Cause) {
 	b.nextCause = 0
 	b.tripExact = false
 	b.mu.Unlock()
-}
-
-// failProbe reports a probe as failed unless its real outcome won the race.
-func (b *Breaker) failProbe(r *ticketRec) {
-	if !r.seq.CompareAndSwap(r.issued, r.issued+1) {
-		return
-	}
-	done := r.done
-	r.done = nil
-	done(errFailure)
 }
