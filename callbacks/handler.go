@@ -197,7 +197,8 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 // BeforeTool asks the tool's dependency breaker. When the breaker refuses,
 // it returns the model-readable unavailable payload (never an error: an error
 // would run every OnToolError callback with the breaker's own refusal). When
-// it admits, it records a ticket keyed by invocation and function call ID.
+// it admits, it records the call in the pending table, keyed by its tool
+// context.
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
 	bd := h.res.bind(t)
 	if bd.br == nil {
@@ -210,9 +211,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	tk, d := bd.br.Reserve()
 	if d.Allowed {
 		if !h.tix.put(ctx, call, inv, tk, bd) {
-			// The same call ID is already pending for this tool: run this
-			// one unprotected rather than let it report the other's outcome.
-			tk.Report(registry.Excluded, 0)
+			tk.Report(registry.Excluded, 0) // already pending: never track a call twice
 		}
 		return nil, nil
 	}
@@ -268,7 +267,7 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 	if bd == nil {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
-	h.report(ctx, tk, bd, err, nil, nil)
+	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
 	return nil, nil
 }
 
@@ -288,21 +287,8 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	if bd == nil {
 		return nil, nil
 	}
-	h.report(ctx, tk, bd, err, args, result)
-	return nil, nil
-}
-
-func (h *Handler) report(ctx context.Context, tk registry.Reservation, bd *binding, err error, args, result map[string]any) {
-	if err == nil {
-		tk.Report(registry.Success, 0)
-		if bd.lastGood != nil && result != nil {
-			if tc, ok := ctx.(agent.ReadonlyContext); ok {
-				bd.lastGood.store(scopeOf(tc), args, result, h.clock.Now())
-			}
-		}
-		return
-	}
 	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
+	return nil, nil
 }
 
 // scopeOf is the last-good cache scope of a call: results are only ever
@@ -311,10 +297,8 @@ func scopeOf(ctx agent.ReadonlyContext) string {
 	return ctx.AppName() + "\x00" + ctx.UserID()
 }
 
+// classify classifies a failed call's error.
 func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry.Outcome {
-	if err == nil {
-		return registry.Success
-	}
 	if ctx.Err() != nil {
 		// The caller cancelled, or the caller's own deadline passed: not the
 		// dependency's fault.

@@ -121,20 +121,32 @@ func isPattern(s string) bool {
 	return false
 }
 
+// keyOf is the cache key of a tool: its name, and its DependencyKey if it
+// reports one.
+func keyOf(t tool.Tool) bindKey {
+	if dk, ok := t.(DependencyKeyer); ok {
+		return bindKey{name: t.Name(), dep: dk.DependencyKey()}
+	}
+	return bindKey{name: t.Name()}
+}
+
+// cached returns the cached binding for k. Tools without a DependencyKey are
+// cached by name alone, so the common lookup hashes one string.
+func (r *resolver) cached(k bindKey) (*binding, bool) {
+	if k.dep == "" {
+		b, ok := (*r.byName.Load())[k.name]
+		return b, ok
+	}
+	b, ok := (*r.cache.Load())[k]
+	return b, ok
+}
+
 // bind returns the binding of a declared tool, creating its breaker on first
 // use. Only BeforeTool calls it, and ADK calls BeforeTool only for tools
 // declared to the agent, so names the model invents never create breakers.
 func (r *resolver) bind(t tool.Tool) *binding {
-	dk, keyed := t.(DependencyKeyer)
-	if !keyed {
-		name := t.Name()
-		if b, ok := (*r.byName.Load())[name]; ok {
-			return b
-		}
-		return r.bindSlow(bindKey{name: name})
-	}
-	k := bindKey{name: t.Name(), dep: dk.DependencyKey()}
-	if b, ok := (*r.cache.Load())[k]; ok {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
 		return b
 	}
 	return r.bindSlow(k)
@@ -161,11 +173,7 @@ func (r *resolver) keyFor(k bindKey) (registry.Key, bool) {
 func (r *resolver) bindSlow(k bindKey) *binding {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if k.dep == "" {
-		if b, ok := (*r.byName.Load())[k.name]; ok {
-			return b
-		}
-	} else if b, ok := (*r.cache.Load())[k]; ok {
+	if b, ok := r.cached(k); ok {
 		return b
 	}
 	b := &binding{tool: k.name}
@@ -189,40 +197,33 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		}
 	}
 	if k.dep == "" {
-		cur := *r.byName.Load()
-		if len(cur) >= r.maxCache {
-			return b // do not cache: bounded memory even for a huge tool surface
-		}
-		next := make(map[string]*binding, len(cur)+1)
-		for kk, v := range cur {
-			next[kk] = v
-		}
-		next[k.name] = b
-		r.byName.Store(&next)
-		return b
+		cowInsert(&r.byName, k.name, b, r.maxCache)
+	} else {
+		cowInsert(&r.cache, k, b, r.maxCache)
 	}
-	cur := *r.cache.Load()
-	if len(cur) >= r.maxCache {
-		return b
+	return b
+}
+
+// cowInsert adds k → b to a copy-on-write map unless it already holds max
+// entries (then b is used uncached: bounded memory even for a huge tool
+// surface). Callers hold r.mu.
+func cowInsert[K comparable](m *atomic.Pointer[map[K]*binding], k K, b *binding, max int) {
+	cur := *m.Load()
+	if len(cur) >= max {
+		return
 	}
-	next := make(map[bindKey]*binding, len(cur)+1)
+	next := make(map[K]*binding, len(cur)+1)
 	for kk, v := range cur {
 		next[kk] = v
 	}
 	next[k] = b
-	r.cache.Store(&next)
-	return b
+	m.Store(&next)
 }
 
-// lookupByName returns a cached binding for a tool name without creating one.
+// lookupTool returns a tool's binding without creating a breaker.
 func (r *resolver) lookupTool(t tool.Tool) *binding {
-	k := bindKey{name: t.Name()}
-	if dk, ok := t.(DependencyKeyer); ok {
-		k.dep = dk.DependencyKey()
-		if b, ok := (*r.cache.Load())[k]; ok {
-			return b
-		}
-	} else if b, ok := (*r.byName.Load())[k.name]; ok {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
 		return b
 	}
 	key, ok := r.keyFor(k)

@@ -1,10 +1,11 @@
 package callbacks
 
 import (
-	"google.golang.org/adk/agent"
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+
+	"google.golang.org/adk/agent"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -35,11 +36,8 @@ const (
 )
 
 // tickets holds admitted calls awaiting their outcome, sharded by call ID so
-// that parallel calls (and separate dependencies) rarely share a lock.
-//
-// Entries are matched on (invocation, call ID): call IDs are unique per
-// invocation (ADK makes "adk-<uuid>" IDs), but a model may reuse its own IDs
-// ("call_0") across concurrent invocations.
+// that parallel calls (and separate dependencies) rarely share a lock; within
+// a shard, entries are matched by tool context (see callKey).
 type tickets struct {
 	seed   maphash.Seed
 	perCap int // per-shard cap; beyond it the oldest entry is abandoned
@@ -100,12 +98,11 @@ func (s *ticketShard) removeAtLocked(i int) {
 	s.small = s.small[:last]
 }
 
-// put stores a pending call and reports whether it did. A second call with
-// the same key while the first is pending is not tracked (false): the caller
-// releases its reservation, and the call runs unprotected rather than take
-// the first call's outcome. Past the per-shard cap the oldest entry is
-// abandoned as Excluded, so a probe slot is never held by an entry nobody
-// will report.
+// put stores a pending call and reports whether it did. A context that is
+// already pending (BeforeTool twice for one call, which ADK does not do) is
+// not tracked again (false): the caller releases its reservation. Past the
+// per-shard cap an entry is abandoned as Excluded, so a probe slot is never
+// held by an entry nobody will report.
 func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding) bool {
 	s := t.shard(call)
 	s.mu.Lock()
@@ -130,9 +127,6 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 			s.big = make(map[callKey]pending)
 		}
 		s.big[ctx] = p
-	}
-	if len(s.big) == 0 {
-		s.big = nil
 	}
 	s.n.Store(int32(s.lenLocked()))
 	s.mu.Unlock()
@@ -172,39 +166,12 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
 	return true
 }
 
-// reportSuccess reports the pending call for k as a success, in place, and
-// returns its binding (nil when there is none: the plugin's own
-// short-circuit, or a call it never admitted).
-func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
-	s := t.shard(call)
-	s.mu.Lock()
-	if i := s.indexLocked(ctx); i >= 0 {
-		p := &s.small[i]
-		p.tk.Report(registry.Success, 0)
-		bd := p.bd
-		s.removeAtLocked(i)
-		s.n.Store(int32(s.lenLocked()))
-		s.mu.Unlock()
-		return bd
-	}
-	p, ok := s.big[ctx]
-	if ok {
-		delete(s.big, ctx)
-		s.n.Store(int32(s.lenLocked()))
-	}
-	s.mu.Unlock()
-	if !ok {
-		return nil
-	}
-	p.tk.Report(registry.Success, 0)
-	return p.bd
-}
-
 // evictLocked removes one entry to make room: one from the overflow map if
-// there is one, else the oldest-inserted of the slice (its first element).
+// there is one, else the slice's first (not necessarily the oldest: removal
+// moves the last entry into the gap).
 func (s *ticketShard) evictLocked() (pending, bool) {
 	for k, p := range s.big {
-		delete(s.big, k)
+		s.deleteBigLocked(k)
 		return p, true
 	}
 	if len(s.small) == 0 {
@@ -215,13 +182,36 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 	return p, true
 }
 
-// take removes the pending call for k and returns its reservation and
-// binding (nil when there is none).
+// reportSuccess reports ctx's pending call as a success and returns its
+// binding (nil when there is none: the plugin's own short-circuit, or a call
+// it never admitted).
+func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
+	_, bd := t.finish(ctx, call, true)
+	return bd
+}
+
+// take removes ctx's pending call and returns its reservation, for the
+// caller to report, and its binding (nil when there is none).
 func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {
+	return t.finish(ctx, call, false)
+}
+
+// finish removes ctx's pending call. With success, it reports the call as a
+// success itself — in place, under the shard lock, so the reservation is not
+// copied (safe by the lock order on reserve) — and returns a zero
+// reservation; otherwise it returns the reservation to the caller.
+func (t *tickets) finish(ctx callKey, call string, success bool) (registry.Reservation, *binding) {
 	s := t.shard(call)
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
-		tk, bd := s.small[i].tk, s.small[i].bd
+		p := &s.small[i]
+		var tk registry.Reservation
+		if success {
+			p.tk.Report(registry.Success, 0)
+		} else {
+			tk = p.tk
+		}
+		bd := p.bd
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
@@ -229,11 +219,27 @@ func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding
 	}
 	p, ok := s.big[ctx]
 	if ok {
-		delete(s.big, ctx)
-		s.n.Store(int32(s.lenLocked()))
+		s.deleteBigLocked(ctx)
 	}
 	s.mu.Unlock()
+	if !ok {
+		return registry.Reservation{}, nil
+	}
+	if success {
+		p.tk.Report(registry.Success, 0)
+		return registry.Reservation{}, p.bd
+	}
 	return p.tk, p.bd
+}
+
+// deleteBigLocked removes an overflow entry; an emptied overflow map is
+// dropped so that reserve's fast path applies again.
+func (s *ticketShard) deleteBigLocked(ctx callKey) {
+	delete(s.big, ctx)
+	if len(s.big) == 0 {
+		s.big = nil
+	}
+	s.n.Store(int32(s.lenLocked()))
 }
 
 // drain abandons every pending call of invocation inv (reported Excluded,
@@ -257,7 +263,7 @@ func (t *tickets) drain(inv string) int {
 		for k, p := range s.big {
 			if p.inv == inv {
 				out = append(out, p)
-				delete(s.big, k)
+				s.deleteBigLocked(k)
 			}
 		}
 		s.n.Store(int32(s.lenLocked()))
