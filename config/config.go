@@ -3,6 +3,7 @@ package config
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -289,7 +290,7 @@ type toolRef struct {
 }
 
 func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
-	names := sortedKeys(c.Dependencies)
+	names := slices.Sorted(maps.Keys(c.Dependencies))
 	exact := map[string]toolRef{}
 	var patterns []struct {
 		glob string
@@ -498,19 +499,10 @@ func (c *File) RegistryOptions() []registry.Option {
 	if c.Defaults.MaxBreakers > 0 {
 		opts = append(opts, registry.WithMaxBreakers(c.Defaults.MaxBreakers))
 	}
-	for _, name := range sortedKeys(c.Dependencies) {
+	for _, name := range slices.Sorted(maps.Keys(c.Dependencies)) {
 		if c.Dependencies[name].Policy != nil {
 			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
 		}
 	}
 	return opts
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	k := make([]string, 0, len(m))
-	for name := range m {
-		k = append(k, name)
-	}
-	slices.Sort(k)
-	return k
 }

@@ -1,7 +1,9 @@
 package config
 
 import (
+	"maps"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -15,7 +17,7 @@ const (
 
 func (c *File) validateModels() problems {
 	var ps problems
-	for _, name := range sortedKeys(c.Models) {
+	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
 		p := "models." + seg(name)
 		if strings.TrimSpace(name) == "" {
 			ps.add(p, "empty chain name")

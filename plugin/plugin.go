@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"time"
 
@@ -181,7 +182,7 @@ func (s *settings) applyFile(f *config.File) {
 	if d.UnmappedTools == "pass_through" {
 		s.cb.Unmapped = callbacks.PassThrough
 	}
-	for _, name := range sortedNames(f.Dependencies) {
+	for _, name := range slices.Sorted(maps.Keys(f.Dependencies)) {
 		dep := f.Dependencies[name]
 		key := registry.Key(name)
 		if len(dep.Tools) > 0 {
@@ -270,7 +271,7 @@ func policyMismatches(f *config.File, reg *registry.Registry) []error {
 	if want, got := f.Defaults.Policy.Registry().WithDefaults(), reg.PolicyFor(unconfigured); want != got {
 		errs = append(errs, errors.New("defaults.policy: differs from the shared registry's default policy; build the registry with File.RegistryOptions() (failover.RegistryOptions(f) when the file has models)"))
 	}
-	for _, name := range sortedNames(f.Dependencies) {
+	for _, name := range slices.Sorted(maps.Keys(f.Dependencies)) {
 		if f.Dependencies[name].Policy == nil {
 			continue
 		}
@@ -320,13 +321,4 @@ func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
 		BeforeModelCallback: h.BeforeModel,
 		AfterRunCallback:    h.AfterRun,
 	})
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
