@@ -1,6 +1,7 @@
 package callbacks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -47,13 +48,9 @@ type ModelGuard interface {
 // and without this error it would spin forever on the plugin's final answers.
 var ErrTurnEnded = errors.New("adkbreaker: the turn already ended: its dependencies are unavailable")
 
-// endedKey marks, in the ledger, an invocation whose turn the plugin ended. It
-// cannot collide with a dependency: keys never contain NUL.
-const endedKey = "\x00turn_ended"
-
 // Defaults of Config.
 const (
-	DefaultShortCircuitLimit = 2
+	DefaultShortCircuitLimit = degrade.DefaultLimit
 	DefaultTurnLimit         = 5
 	DefaultMaxPending        = 1 << 16
 )
@@ -159,7 +156,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h := &Handler{
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
-		turnLimit: cmpOr(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmpOr(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
+		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
 		remove: cfg.RemoveUnavailable, log: cfg.Logger,
 	}
 	if h.log == nil {
@@ -179,16 +176,9 @@ func New(cfg Config) (*Handler, error) {
 			h.log.Warn("adkbreaker: dependency left unprotected", "dependency", string(key), "error", err)
 		}
 	}
-	h.tix = newTickets(cmpOr(cfg.MaxPending, DefaultMaxPending))
+	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Registry returns the registry the handler uses.
@@ -328,20 +318,18 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 // it tries.
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	inv := ctx.InvocationID()
-	if total := h.ledger.Total(inv); total > 0 {
-		if h.ledger.Count(inv, endedKey) > 0 {
-			return nil, ErrTurnEnded
-		}
-		if total >= h.turnLimit {
-			return h.endTurn(ctx, inv, total), nil
-		}
+	switch total, ended := h.ledger.State(inv); {
+	case ended:
+		return nil, ErrTurnEnded
+	case total >= h.turnLimit:
+		return h.endTurn(ctx, inv, total), nil
 	}
 	if req != nil {
 		for _, g := range h.guards {
 			if down, ra := g.ModelUnavailable(req.Model); down {
 				now := h.clock.Now()
 				_, total := h.ledger.Hit(inv, "model:"+req.Model, now)
-				h.ledger.Hit(inv, endedKey, now)
+				h.ledger.End(inv, now)
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
 				}
@@ -358,12 +346,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 
 func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *model.LLMResponse {
 	counts := h.ledger.Counts(inv)
-	h.ledger.Hit(inv, endedKey, h.clock.Now())
+	h.ledger.End(inv, h.clock.Now())
 	items := make([]degrade.Unavailable, 0, len(counts))
 	for _, c := range counts {
-		if c.Dependency == endedKey {
-			continue
-		}
 		var ra time.Duration
 		if br, ok := h.reg.Lookup(registry.Key(c.Dependency)); ok {
 			ra = br.RetryAfter()

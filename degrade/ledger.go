@@ -74,6 +74,7 @@ type invEntry struct {
 	created time.Time // immutable
 	mu      sync.Mutex
 	total   int        // guarded by mu
+	ended   bool       // guarded by mu; see End
 	deps    []DepCount // guarded by mu; few, so searched linearly
 }
 
@@ -206,6 +207,30 @@ func (l *Ledger) Total(inv string) int {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	return e.total
+}
+
+// End marks inv's turn as ended (the caller answered in place of the model),
+// creating its entry if needed. It does not change the counts.
+func (l *Ledger) End(inv string, now time.Time) {
+	e := l.lookup(inv)
+	if e == nil {
+		e = l.create(inv, now)
+	}
+	e.mu.Lock()
+	e.ended = true
+	e.mu.Unlock()
+}
+
+// State returns inv's total and whether End was called for it, in one
+// lookup; (0, false) when inv has no entry. It does not allocate.
+func (l *Ledger) State(inv string) (total int, ended bool) {
+	e := l.lookup(inv)
+	if e == nil {
+		return 0, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.total, e.ended
 }
 
 // Count returns the number of short-circuits of dep counted for inv.
