@@ -318,18 +318,13 @@ func MustNew(name string, reg *registry.Registry, endpoints []Endpoint, opts ...
 	return m
 }
 
-// policyProbeKey is never a configured key (control characters are invalid),
-// so PolicyFor returns the registry's default policy for it.
-const policyProbeKey registry.Key = "\x00failover-default-probe"
-
 func (m *Model) checkPolicies() {
-	def := m.reg.PolicyFor(policyProbeKey)
 	safe := DefaultPolicy()
 	for i := range m.eps {
 		ep := &m.eps[i]
 		p := ep.br.Policy()
-		if m.reg.PolicyFor(ep.Key) != def {
-			continue // configured for this key: the user chose it
+		if m.reg.Configured(ep.Key) {
+			continue // the user chose this key's policy
 		}
 		if p.ConsecutiveFailures < safe.ConsecutiveFailures || (!p.DisableFailureRate && p.MinCalls < safe.MinCalls) {
 			m.log.Warn("adkbreaker: model endpoint uses the registry's default breaker policy, which trips more easily than failover.DefaultPolicy(); a breaker that trips easily silently demotes every user to the fallback model",

@@ -267,8 +267,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 // differ from the shared registry's.
 func policyMismatches(f *config.File, reg *registry.Registry) []error {
 	var errs []error
-	const unconfigured = registry.Key("\x00adkbreaker-default-probe")
-	if want, got := f.Defaults.Policy.Registry().WithDefaults(), reg.PolicyFor(unconfigured); want != got {
+	if want, got := f.Defaults.Policy.Registry().WithDefaults(), reg.DefaultPolicy(); want != got {
 		errs = append(errs, errors.New("defaults.policy: differs from the shared registry's default policy; build the registry with File.RegistryOptions() (failover.RegistryOptions(f) when the file has models)"))
 	}
 	for _, name := range slices.Sorted(maps.Keys(f.Dependencies)) {

@@ -2,6 +2,16 @@ package registry
 
 import "time"
 
+// DefaultPolicy returns the resolved policy of keys without one of their own.
+func (r *Registry) DefaultPolicy() Policy { return r.def }
+
+// Configured reports whether k has a policy of its own (WithPolicy), as
+// opposed to the default.
+func (r *Registry) Configured(k Key) bool {
+	_, ok := r.policies[k]
+	return ok
+}
+
 // Clock returns the registry's time source, so that layers built on the
 // registry (per-invocation accounting, caches) share one notion of time.
 func (r *Registry) Clock() Clock { return r.clock }

@@ -428,6 +428,11 @@ func (b *Breaker) RetryAfter() time.Duration {
 }
 
 func (b *Breaker) stateAndWait() (State, time.Duration) {
+	if State(b.state.Load()) == StateClosed {
+		// Closed: nothing to wait for and no lease to expire. (Isolate stores
+		// StateOpen, so an isolated breaker never takes this path.)
+		return StateClosed, 0
+	}
 	// gobreaker hands out HalfOpenProbes slots per half-open episode: a slot
 	// is freed by an excluded outcome, not by a success. Read how many are
 	// taken before taking mu (lock order: gobreaker, then mu).
