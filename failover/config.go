@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -161,17 +162,8 @@ func ChainPolicyOptions(chain config.ModelChain) []registry.Option {
 //	p, err := breaker.New(breaker.WithRegistry(reg), breaker.WithModelGuard(m), …)
 func RegistryOptions(f *config.File) []registry.Option {
 	out := f.RegistryOptions()
-	for _, name := range sortedChainNames(f.Models) {
+	for _, name := range slices.Sorted(maps.Keys(f.Models)) {
 		out = append(out, ChainPolicyOptions(f.Models[name])...)
 	}
-	return out
-}
-
-func sortedChainNames(m map[string]config.ModelChain) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
 	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/trace"
@@ -145,16 +146,21 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 		v := m.judge(cl.caller, cl.actx, cl, err)
 		now := m.clock.Now()
 		hold := m.holdFor(ep, v, now)
-		cl.report(v.Outcome, max(hold, v.RetryAfter))
 		if hold > 0 {
 			ep.setHold(now, hold, v.Reason)
-			// Open the endpoint's breaker too, so the hold is in the
-			// registry's state, snapshot and ordered notifications.
+			// Open the endpoint's breaker for the hint first, so the hint
+			// sets the hold and the cause even when this failure would also
+			// cross the threshold or fail a probe. Trip counts the failure;
+			// the attempt's own report then lands in the old generation (or
+			// on a claimed probe) and is ignored.
 			cause := registry.CauseRetryHint
 			if v.Reason == ReasonQuotaExhausted {
 				cause = registry.CauseQuotaExhausted
 			}
 			ep.br.Trip(hold, cause)
+			cl.report(v.Outcome, 0)
+		} else {
+			cl.report(v.Outcome, v.RetryAfter)
 		}
 		if !cl.yielded && v.Failover {
 			cl.out.failover = true
@@ -412,9 +418,13 @@ func setAbsent(md map[string]any, k string, v any) {
 	}
 }
 
+// truncate shortens s to at most n bytes on a rune boundary, for logs.
 func truncate(s string, n int) string {
 	if len(s) <= n {
 		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
 	}
 	return s[:n] + "…"
 }

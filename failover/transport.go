@@ -5,7 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/internal/retryafter"
 )
 
 // hintKey is the context key of an attempt's *hintHolder.
@@ -52,7 +52,7 @@ func (t *retryAfterTransport) RoundTrip(req *http.Request) (*http.Response, erro
 	if resp != nil && resp.StatusCode >= 400 {
 		if v := resp.Header.Get("Retry-After"); v != "" {
 			if h, ok := req.Context().Value(hintKey{}).(*hintHolder); ok {
-				h.observe(callbacks.ParseRetryAfter(v, time.Now()))
+				h.observe(retryafter.Parse(v, time.Now()))
 			}
 		}
 	}
