@@ -190,10 +190,8 @@ type retryBudget struct {
 	min    int
 	bucket time.Duration
 
-	mu      sync.Mutex
-	slots   [10]budgetSlot // Guarded by mu.
-	allowed uint64         // Guarded by mu.
-	denied  uint64         // Guarded by mu.
+	mu    sync.Mutex
+	slots [10]budgetSlot // Guarded by mu.
 }
 
 type budgetSlot struct {
@@ -238,11 +236,9 @@ func (b *retryBudget) tryRetry(now time.Time) bool {
 	defer b.mu.Unlock()
 	ops, retries := b.sumLocked(now)
 	if float64(retries) >= float64(b.min)+b.ratio*float64(ops) {
-		b.denied++
 		return false
 	}
 	b.slotLocked(now).retries++
-	b.allowed++
 	return true
 }
 

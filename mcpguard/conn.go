@@ -42,7 +42,6 @@ type conn struct {
 	dialErr *Error             // Guarded by mu: result of the last dial, for its waiters.
 	dialEnd time.Time          // Guarded by mu: when the last dial ended.
 	closed  bool               // Guarded by mu.
-	gen     uint64             // Guarded by mu: counts established sessions.
 }
 
 var errGuardClosed = errors.New("mcpguard: guard closed")
@@ -137,7 +136,6 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 				return nil, nil, e
 			}
 			c.sess, c.gc = s, gc
-			c.gen++
 		}
 		c.mu.Unlock()
 		close(ch)

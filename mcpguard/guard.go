@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -156,7 +157,7 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
 	}
-	g.invs = newInvocations(cmpOr(o.maxInv, 4096))
+	g.invs = newInvocations(cmp.Or(o.maxInv, 4096))
 	return g, nil
 }
 
@@ -167,13 +168,6 @@ func MustNew(reg *registry.Registry, servers []Server, opts ...Option) *Guard {
 		panic(err)
 	}
 	return g
-}
-
-func cmpOr(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 func prefixErrs(prefix string, err error) error {
@@ -197,7 +191,7 @@ func (g *Guard) Start(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, s := range g.servers {
 		wg.Go(func() {
-			if _, _, err := s.tools(ctx); err != nil && s.cfg.Required {
+			if _, err := s.tools(ctx); err != nil && s.cfg.Required {
 				errs[i] = err
 			}
 		})
@@ -276,7 +270,6 @@ func (ts *toolset) ProcessRequest(ctx agent.ToolContext, req *model.LLMRequest) 
 
 type serverTools struct {
 	tools []*Tool
-	stale bool
 	err   error
 }
 
@@ -294,7 +287,7 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 		}
 		wg.Go(func() {
 			r := &res[i]
-			r.tools, r.stale, r.err = s.tools(ctx)
+			r.tools, r.err = s.tools(ctx)
 		})
 	}
 	wg.Wait()

@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -145,44 +146,30 @@ func (s Server) WithDefaults() Server {
 	if s.Capability == "" {
 		s.Capability = s.Name
 	}
-	s.ConnectTimeout = orDur(s.ConnectTimeout, DefaultConnectTimeout)
-	s.DiscoveryTimeout = orDur(s.DiscoveryTimeout, DefaultDiscoveryTimeout)
-	s.CallTimeout = orDur(s.CallTimeout, DefaultCallTimeout)
-	s.OperationBudget = orDur(s.OperationBudget, DefaultOperationBudget)
-	s.MinLeg = orDur(s.MinLeg, DefaultMinLeg)
-	s.MaxTools = orInt(s.MaxTools, DefaultMaxTools)
-	s.MaxPages = orInt(s.MaxPages, DefaultMaxPages)
-	s.ToolsTTL = orDur(s.ToolsTTL, DefaultToolsTTL)
-	s.MaxResultBytes = orInt(s.MaxResultBytes, DefaultMaxResultBytes)
+	s.ConnectTimeout = cmp.Or(s.ConnectTimeout, DefaultConnectTimeout)
+	s.DiscoveryTimeout = cmp.Or(s.DiscoveryTimeout, DefaultDiscoveryTimeout)
+	s.CallTimeout = cmp.Or(s.CallTimeout, DefaultCallTimeout)
+	s.OperationBudget = cmp.Or(s.OperationBudget, DefaultOperationBudget)
+	s.MinLeg = cmp.Or(s.MinLeg, DefaultMinLeg)
+	s.MaxTools = cmp.Or(s.MaxTools, DefaultMaxTools)
+	s.MaxPages = cmp.Or(s.MaxPages, DefaultMaxPages)
+	s.ToolsTTL = cmp.Or(s.ToolsTTL, DefaultToolsTTL)
+	s.MaxResultBytes = cmp.Or(s.MaxResultBytes, DefaultMaxResultBytes)
 	s.Retry = s.Retry.WithDefaults()
 	return s
 }
 
 // WithDefaults returns r with every zero field replaced by its default.
 func (r Retry) WithDefaults() Retry {
-	r.MaxAttempts = orInt(r.MaxAttempts, DefaultMaxAttempts)
-	r.Base = orDur(r.Base, DefaultRetryBase)
-	r.Cap = orDur(r.Cap, DefaultRetryCap)
+	r.MaxAttempts = cmp.Or(r.MaxAttempts, DefaultMaxAttempts)
+	r.Base = cmp.Or(r.Base, DefaultRetryBase)
+	r.Cap = cmp.Or(r.Cap, DefaultRetryCap)
 	if r.BudgetRatio == 0 && !r.NoBudgetRatio {
 		r.BudgetRatio = DefaultBudgetRatio
 	}
-	r.BudgetMin = orInt(r.BudgetMin, DefaultBudgetMin)
-	r.BudgetWindow = orDur(r.BudgetWindow, DefaultBudgetWindow)
+	r.BudgetMin = cmp.Or(r.BudgetMin, DefaultBudgetMin)
+	r.BudgetWindow = cmp.Or(r.BudgetWindow, DefaultBudgetWindow)
 	return r
-}
-
-func orDur(v, def time.Duration) time.Duration {
-	if v == 0 {
-		return def
-	}
-	return v
-}
-
-func orInt(v, def int) int {
-	if v == 0 {
-		return def
-	}
-	return v
 }
 
 // Validate reports every problem with s at once, or nil. Zero fields are

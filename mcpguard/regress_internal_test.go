@@ -100,7 +100,7 @@ func rawGuard(t *testing.T, rs *rawMCPServer, srv Server) (*server, *Tool) {
 	g := MustNew(reg, []Server{srv})
 	t.Cleanup(func() { _ = g.Close() })
 	s := g.servers[0]
-	tools, _, err := s.tools(t.Context())
+	tools, err := s.tools(t.Context())
 	if err != nil || len(tools) != 1 {
 		t.Fatalf("tools = %v, %v", tools, err)
 	}

@@ -62,7 +62,7 @@ func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 
 // tools returns the server's tools: the cached list while it is fresh, else
 // a new discovery (shared with concurrent callers). When discovery fails the
-// last good list is served, unless NoLastGood; stale reports that.
+// last good list is served, unless NoLastGood.
 //
 // The caller's operation budget starts now, whether it runs the discovery or
 // joins one in flight. A joiner waits no longer than its own context and
@@ -70,14 +70,14 @@ func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 // the server: when the discovery ended for its own caller's reasons
 // (cancelled, or bounded by that caller's budget or run deadline), the joiner
 // tries for itself with what is left of its own budget.
-func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err error) {
+func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	start := time.Now()
 	for {
 		s.mu.Lock()
 		if s.cache != nil && !s.stale && time.Since(s.cachedAt) < s.cfg.ToolsTTL {
 			t := s.cache
 			s.mu.Unlock()
-			return t, false, nil
+			return t, nil
 		}
 		ch := s.discovering
 		if ch == nil {
@@ -94,7 +94,7 @@ func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err erro
 			cache := s.cache
 			s.mu.Unlock()
 			if err == nil && cache != nil {
-				return cache, false, nil
+				return cache, nil
 			}
 			if ctx.Err() != nil {
 				return s.lastGood(ctx.Err())
@@ -127,21 +127,21 @@ func (s *server) tools(ctx context.Context) (tools []*Tool, stale bool, err erro
 	if err != nil {
 		return s.lastGood(err)
 	}
-	return ts, false, nil
+	return ts, nil
 }
 
 // lastGood serves the last good list after a failed discovery, if allowed.
-func (s *server) lastGood(err error) ([]*Tool, bool, error) {
+func (s *server) lastGood(err error) ([]*Tool, error) {
 	if s.cfg.NoLastGood {
-		return nil, false, err
+		return nil, err
 	}
 	s.mu.Lock()
 	c := s.cache
 	s.mu.Unlock()
 	if c == nil {
-		return nil, false, err
+		return nil, err
 	}
-	return c, true, err
+	return c, err
 }
 
 // discover asks the server's breaker, then connects if needed and reads
