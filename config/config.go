@@ -276,7 +276,7 @@ func (c *File) validate() problems {
 	default:
 		ps.add("defaults.unmapped_tools", "must be \"protect\" or \"pass_through\", got %s", quoteShort(d.UnmappedTools, 40))
 	}
-	defErrs := splitErrs("defaults.policy", d.Policy.Registry().Validate(), "")
+	defErrs := splitErrs("defaults.policy", d.Policy.Registry().Validate())
 	ps = append(ps, defErrs...)
 	ps = c.validateDependencies(ps, len(defErrs) == 0)
 	ps = append(ps, c.validateModels()...)
@@ -383,13 +383,13 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 // that inherited fields are involved. The override alone is not enough: a
 // zero field means "inherit", not the registry default it would mean alone.
 func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) []Problem {
-	own := splitErrs(path, c.Dependencies[name].Policy.Registry().Validate(), "")
+	own := splitErrs(path, c.Dependencies[name].Policy.Registry().Validate())
 	if !defaultsValid {
 		// defaults.policy is reported already; the override alone is the best
 		// judge left.
 		return own
 	}
-	merged := splitErrs(path, c.PolicyFor(name).Validate(), "")
+	merged := splitErrs(path, c.PolicyFor(name).Validate())
 	for i, m := range merged {
 		if !slices.Contains(own, m) {
 			merged[i].Message += " (with fields inherited from defaults.policy)"

@@ -94,7 +94,7 @@ func (ps problems) err() error {
 
 // splitErrs turns an error from registry.Policy.Validate ("field: message",
 // possibly joined) into problems under prefix.
-func splitErrs(prefix string, err error, suffix string) []Problem {
+func splitErrs(prefix string, err error) []Problem {
 	if err == nil {
 		return nil
 	}
@@ -106,10 +106,10 @@ func splitErrs(prefix string, err error, suffix string) []Problem {
 	for _, e := range errs {
 		field, msg, ok := strings.Cut(e.Error(), ": ")
 		if !ok || strings.ContainsAny(field, " ") {
-			out = append(out, Problem{Path: prefix, Message: e.Error() + suffix})
+			out = append(out, Problem{Path: prefix, Message: e.Error()})
 			continue
 		}
-		out = append(out, Problem{Path: join(prefix, field), Message: msg + suffix})
+		out = append(out, Problem{Path: join(prefix, field), Message: msg})
 	}
 	return out
 }

@@ -72,7 +72,7 @@ func (ch ModelChain) validate(p string) problems {
 		}
 		seen[id] = i
 		if e.Policy != nil {
-			ps = append(ps, splitErrs(ep+".policy", e.Policy.Registry().Validate(), "")...)
+			ps = append(ps, splitErrs(ep+".policy", e.Policy.Registry().Validate())...)
 		}
 	}
 	return ps

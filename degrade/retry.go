@@ -17,13 +17,7 @@ func RetryAfterSeconds(d time.Duration) int {
 	if d%time.Second != 0 {
 		s++
 	}
-	if s > MaxRetryAfterSeconds {
-		return MaxRetryAfterSeconds
-	}
-	if s < 1 {
-		return 1
-	}
-	return int(s)
+	return int(min(s, MaxRetryAfterSeconds)) // d > 0 rounded up is ≥ 1
 }
 
 // boxedRetries holds Retry{Advised: false, AfterSeconds: i} boxed in an

@@ -23,8 +23,6 @@ const (
 	Down
 	// RateLimited answers 429 with Retry-After.
 	RateLimited
-	// Hang holds the request until the client gives up (or the server closes).
-	Hang
 	// NotFound answers 404 (a client error: not the dependency's fault).
 	NotFound
 )
@@ -38,8 +36,8 @@ type Server struct {
 	secret     atomic.Pointer[string]
 	gate       atomic.Pointer[chan struct{}]
 
-	mu      sync.Mutex
-	closing chan struct{}
+	closing   chan struct{}
+	closeOnce sync.Once
 }
 
 // New starts a backend in mode Up. Close it when done.
@@ -80,13 +78,7 @@ func (s *Server) SetGate(ch chan struct{}) {
 
 // Close stops the server, releasing hanging requests.
 func (s *Server) Close() {
-	s.mu.Lock()
-	select {
-	case <-s.closing:
-	default:
-		close(s.closing)
-	}
-	s.mu.Unlock()
+	s.closeOnce.Do(func() { close(s.closing) })
 	s.srv.Close()
 }
 
@@ -112,11 +104,6 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, body, http.StatusTooManyRequests)
 	case NotFound:
 		http.Error(w, body, http.StatusNotFound)
-	case Hang:
-		select {
-		case <-r.Context().Done():
-		case <-s.closing:
-		}
 	default:
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]any{"path": r.URL.Path, "query": r.URL.RawQuery, "ok": true})
