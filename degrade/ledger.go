@@ -69,13 +69,13 @@ type ledgerShard struct {
 	_  [48]byte             // keep shards on separate cache lines
 }
 
-// invEntry holds the counts of one invocation.
+// invEntry holds the counts of one invocation. Its fields are guarded by the
+// mutex of the shard holding it, so one lock covers lookup and update.
 type invEntry struct {
-	created time.Time // immutable
-	mu      sync.Mutex
-	total   int        // guarded by mu
-	ended   bool       // guarded by mu; see End
-	deps    []DepCount // guarded by mu; few, so searched linearly
+	created time.Time  // immutable
+	total   int        // guarded by the shard's mu
+	ended   bool       // guarded by the shard's mu; see End
+	deps    []DepCount // guarded by the shard's mu; few, so searched linearly
 }
 
 // NewLedger returns an empty Ledger with the given options.
@@ -101,27 +101,37 @@ func (l *Ledger) shard(inv string) *ledgerShard {
 	return &l.shards[maphash.String(ledgerSeed, inv)%numShards]
 }
 
-// lookup returns the entry of inv, or nil.
-func (l *Ledger) lookup(inv string) *invEntry {
+// locked returns inv's shard, locked, and inv's entry in it (nil if none).
+// The caller unlocks the shard.
+func (l *Ledger) locked(inv string) (*ledgerShard, *invEntry) {
 	s := l.shard(inv)
 	s.mu.Lock()
-	e := s.m[inv]
+	return s, s.m[inv]
+}
+
+// lockedOrCreate is locked, creating inv's entry (dated now) if it has none.
+// An entry evicted between its creation and the lock is still the one
+// returned (its counts are then lost with it), so each call creates at most
+// one entry.
+func (l *Ledger) lockedOrCreate(inv string, now time.Time) (*ledgerShard, *invEntry) {
+	s, e := l.locked(inv)
+	if e != nil {
+		return s, e
+	}
 	s.mu.Unlock()
-	return e
+	e = l.create(inv, now) // makes room first if full
+	s.mu.Lock()
+	return s, e
 }
 
 // Hit counts one short-circuit of dep in invocation inv at time now, and
 // returns the new count for dep in inv and the new total for inv. The first
 // Hit of an invocation creates its entry, dated now, making room first if
 // the Ledger is full. Once an invocation has hit a dependency, further hits
-// of it do not allocate.
+// of it take one lock and do not allocate.
 func (l *Ledger) Hit(inv, dep string, now time.Time) (thisDep, total int) {
-	e := l.lookup(inv)
-	if e == nil {
-		e = l.create(inv, now)
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	s, e := l.lockedOrCreate(inv, now)
+	defer s.mu.Unlock()
 	e.total++
 	for i := range e.deps {
 		if e.deps[i].Dependency == dep {
@@ -200,47 +210,36 @@ func (l *Ledger) makeRoom(now time.Time) {
 // Total returns the number of short-circuits counted for inv, across all
 // dependencies; 0 if inv has no entry.
 func (l *Ledger) Total(inv string) int {
-	e := l.lookup(inv)
-	if e == nil {
-		return 0
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	return e.total
+	total, _ := l.State(inv)
+	return total
 }
 
 // End marks inv's turn as ended (the caller answered in place of the model),
 // creating its entry if needed. It does not change the counts.
 func (l *Ledger) End(inv string, now time.Time) {
-	e := l.lookup(inv)
-	if e == nil {
-		e = l.create(inv, now)
-	}
-	e.mu.Lock()
+	s, e := l.lockedOrCreate(inv, now)
 	e.ended = true
-	e.mu.Unlock()
+	s.mu.Unlock()
 }
 
 // State returns inv's total and whether End was called for it, in one
 // lookup; (0, false) when inv has no entry. It does not allocate.
 func (l *Ledger) State(inv string) (total int, ended bool) {
-	e := l.lookup(inv)
+	s, e := l.locked(inv)
+	defer s.mu.Unlock()
 	if e == nil {
 		return 0, false
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	return e.total, e.ended
 }
 
 // Count returns the number of short-circuits of dep counted for inv.
 func (l *Ledger) Count(inv, dep string) int {
-	e := l.lookup(inv)
+	s, e := l.locked(inv)
+	defer s.mu.Unlock()
 	if e == nil {
 		return 0
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
 	for _, d := range e.deps {
 		if d.Dependency == dep {
 			return d.Count
@@ -252,13 +251,13 @@ func (l *Ledger) Count(inv, dep string) int {
 // Counts returns the per-dependency counts of inv sorted by dependency, or
 // nil if inv has no entry. The caller owns the slice.
 func (l *Ledger) Counts(inv string) []DepCount {
-	e := l.lookup(inv)
+	s, e := l.locked(inv)
 	if e == nil {
+		s.mu.Unlock()
 		return nil
 	}
-	e.mu.Lock()
 	out := slices.Clone(e.deps)
-	e.mu.Unlock()
+	s.mu.Unlock()
 	slices.SortFunc(out, func(a, b DepCount) int { return cmp.Compare(a.Dependency, b.Dependency) })
 	return out
 }
