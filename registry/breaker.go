@@ -265,6 +265,9 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 
 // probe tries to take a half-open slot from gobreaker.
 func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
+	if d, refused := b.gateProbe(now); refused {
+		return Ticket{}, d
+	}
 	cb := b.cb.Load()
 	done, err := cb.Allow()
 	switch {

@@ -35,6 +35,8 @@ type Registry struct {
 	others int
 
 	n notifier
+
+	gate gateSlot // see SetProbeGate (fleet.go)
 }
 
 // Option configures New.

@@ -139,6 +139,9 @@ func (c Cause) String() string {
 	case CauseQuotaExhausted:
 		return "quota_exhausted"
 	default:
+		if n, ok := fleetCauseName(c); ok {
+			return n
+		}
 		return fmt.Sprintf("cause(%d)", uint8(c))
 	}
 }
