@@ -149,6 +149,9 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 				hold = b.pol.jitter(hold, b.reg.rand())
 			}
 		}
+		// Consumed like nextCause: a later trip (after a Reset, before Trip
+		// has cleaned up) must get its policy hold, not a zero one.
+		b.tripExact = false
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {
 			until = b.hintUntil
