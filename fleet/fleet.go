@@ -122,6 +122,9 @@ func New(reg *registry.Registry, opts ...Option) (*Fleet, error) {
 		}
 	}
 	f.client = newClient(&s)
+	for _, h := range s.hooks {
+		f.client.AddHook(h)
+	}
 	f.ctx, f.cancel = context.WithCancel(context.Background())
 	f.unsub = reg.Subscribe(f.onTransition)
 	reg.SetProbeGate(f)
@@ -568,6 +571,9 @@ func (f *Fleet) subscriber() {
 func (f *Fleet) session(resync chan<- struct{}, first bool) bool {
 	ps := f.client.Subscribe(f.ctx, f.channel())
 	defer ps.Close()
+	// A blocked read does not watch the context: closing unblocks it.
+	stop := context.AfterFunc(f.ctx, func() { _ = ps.Close() })
+	defer stop()
 	// The confirmation proves the connection works (and authenticates).
 	msg, err := ps.ReceiveTimeout(f.ctx, f.s.dialTimeout+f.s.commandTimeout)
 	if err != nil {

@@ -3,8 +3,12 @@ package fleet_test
 import (
 	"context"
 	"fmt"
+	"log/slog"
+	"strconv"
 	"testing"
 	"time"
+
+	"github.com/redis/go-redis/v9"
 
 	"github.com/adkbreaker/adkbreaker/fleet"
 	"github.com/adkbreaker/adkbreaker/internal/redistest"
@@ -16,6 +20,7 @@ const dep registry.Key = "enrichment-api"
 // replica is one agent replica: its own registry, breaker and fleet client.
 type replica struct {
 	name   string
+	prefix string
 	reg    *registry.Registry
 	b      *registry.Breaker
 	f      *fleet.Fleet
@@ -35,6 +40,7 @@ func newReplicas(t testing.TB, addr string, n int, pol registry.Policy, opts ...
 	var rs []*replica
 	for i := range n {
 		r := newReplica(t, fmt.Sprintf("r%d", i), addr, pol, append([]fleet.Option{fleet.WithPrefix(prefix)}, opts...)...)
+		r.prefix = prefix
 		rs = append(rs, r)
 	}
 	all = rs
@@ -123,7 +129,7 @@ func (r *replica) fail(t testing.TB) {
 	tk.Done(registry.Failure)
 }
 
-var discard = newDiscardLogger()
+var discard = slog.New(slog.DiscardHandler)
 
 // all is the last set of replicas started, for failure reports.
 var all []*replica
@@ -138,3 +144,39 @@ func quantile(ds []time.Duration, q float64) time.Duration {
 	return ds[max(0, min(i, len(ds)-1))]
 }
 
+func fmtMsg(kind string, gen uint64, holdMs int64, origin string) string {
+	return fmtMsgDep(kind, gen, holdMs, origin, string(dep))
+}
+
+func fmtMsgDep(kind string, gen uint64, holdMs int64, origin, key string) string {
+	return fmt.Sprintf("1|%s|%d|%d|trip|%s|%s", kind, gen, holdMs, origin, key)
+}
+
+// prefixOf returns the key prefix the replicas of a test share.
+func prefixOf(t testing.TB, r *replica) string {
+	t.Helper()
+	return r.prefix
+}
+
+// genOf reads the fleet generation of dep from Redis.
+func genOf(t testing.TB, c *redis.Client, prefix string) uint64 {
+	t.Helper()
+	s, err := c.HGet(context.Background(), prefix+":state:"+string(dep), "gen").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return g
+}
+
+func mustGetBreaker(t testing.TB, r *replica, k registry.Key) *registry.Breaker {
+	t.Helper()
+	b, err := r.reg.Get(k)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}

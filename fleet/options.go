@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/redis/go-redis/v9"
 	"go.opentelemetry.io/otel/metric"
 )
 
@@ -49,6 +50,7 @@ type settings struct {
 	queue          int
 	logger         *slog.Logger
 	meter          metric.MeterProvider
+	hooks          []redis.Hook
 	errs           []error
 }
 
@@ -140,6 +142,19 @@ func WithLogger(l *slog.Logger) Option {
 // WithMeterProvider records the fleet's metrics (docs/telemetry.md) with mp.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(s *settings) { s.meter = mp })
+}
+
+// WithRedisHook adds a go-redis hook to the fleet's client, to instrument
+// it (tracing, command counts). Hooks see commands, never a tool call: the
+// fleet sends none on the admission path.
+func WithRedisHook(h redis.Hook) Option {
+	return optionFunc(func(s *settings) {
+		if h == nil {
+			s.errs = append(s.errs, errors.New("redis hook: must not be nil"))
+			return
+		}
+		s.hooks = append(s.hooks, h)
+	})
 }
 
 func (s *settings) validate() error {
