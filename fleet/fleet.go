@@ -642,6 +642,7 @@ func (f *Fleet) resyncer(now <-chan struct{}) {
 		}
 		if f.subscribed.Load() {
 			f.resync()
+			f.flushUnpublished()
 		}
 	}
 }
