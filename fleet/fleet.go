@@ -34,9 +34,9 @@ type Fleet struct {
 	wg     sync.WaitGroup
 	unsub  func()
 
-	out      chan outbound     // local decisions to publish
-	leaseReq chan registry.Key // probe leases to take
-	kick     chan struct{}     // resync now
+	out      chan outbound // local decisions to publish
+	leaseReq chan leaseOp  // probe leases to take or renew
+	kick     chan struct{} // resync now
 
 	deps sync.Map // registry.Key → *dep
 
@@ -57,6 +57,12 @@ type dep struct {
 	lastGen uint64 // newest fleet decision applied or published
 	lease   leaseState
 	until   time.Time // lease or foreign lease end (registry clock)
+	// For a lease of this replica: when it was won, and whether a probe
+	// has used it. An unused lease is renewed (a heartbeat: a crashed
+	// holder stops renewing) until the replica's next call probes, for at
+	// most two lease periods; then it is released for the others.
+	wonAt time.Time
+	used  bool
 	// unpublished is a local decision Redis did not take (outage); it is
 	// published when Redis returns if the breaker is still in that state.
 	unpublished *outbound
@@ -70,6 +76,11 @@ const (
 	leaseMine
 	leaseOther
 )
+
+type leaseOp struct {
+	key   registry.Key
+	renew bool
+}
 
 type outbound struct {
 	key   registry.Key
@@ -102,7 +113,7 @@ func New(reg *registry.Registry, opts ...Option) (*Fleet, error) {
 	f := &Fleet{
 		reg: reg, s: s, clock: reg.Clock(),
 		out:      make(chan outbound, s.queue),
-		leaseReq: make(chan registry.Key, 256),
+		leaseReq: make(chan leaseOp, 256),
 		kick:     make(chan struct{}, 1),
 		hchange:  make(chan struct{}),
 	}
@@ -365,6 +376,15 @@ func (f *Fleet) AllowProbe(k registry.Key) (bool, time.Duration) {
 	switch d.lease {
 	case leaseMine:
 		if now.Before(d.until) {
+			if !d.used {
+				// The probe starts now: renew the lease to a full probe
+				// timeout in the background.
+				d.used = true
+				select {
+				case f.leaseReq <- leaseOp{key: k, renew: true}:
+				default:
+				}
+			}
 			return true, 0
 		}
 	case leaseOther:
@@ -376,7 +396,7 @@ func (f *Fleet) AllowProbe(k registry.Key) (bool, time.Duration) {
 	}
 	d.lease = leaseAcquiring
 	select {
-	case f.leaseReq <- k:
+	case f.leaseReq <- leaseOp{key: k}:
 	default:
 		d.lease = leaseNone
 	}
@@ -389,8 +409,12 @@ func (f *Fleet) leaser() {
 		select {
 		case <-f.ctx.Done():
 			return
-		case k := <-f.leaseReq:
-			f.takeLease(k)
+		case op := <-f.leaseReq:
+			if op.renew {
+				f.renewLease(op.key)
+			} else {
+				f.takeLease(op.key)
+			}
 		}
 	}
 }
@@ -408,6 +432,26 @@ func (f *Fleet) leaseFor(k registry.Key) time.Duration {
 	return max(l, time.Millisecond)
 }
 
+// runLease runs the lease script for k, as the replica knowing known.
+func (f *Fleet) runLease(k registry.Key, known uint64, lease time.Duration) (code int64, gen uint64, kind string, ms int64, err error) {
+	state, hold, lkey := f.keys(k)
+	var res []any
+	err = f.do(func(ctx context.Context) error {
+		var err error
+		res, err = leaseScript.Run(ctx, f.client, []string{state, hold, lkey},
+			strconv.FormatUint(known, 10), f.s.replica, lease.Milliseconds()).Slice()
+		return err
+	})
+	if err != nil {
+		return 0, 0, "", 0, err
+	}
+	code, gen, kind, ms, ok := leaseReply(res)
+	if !ok {
+		return 0, 0, "", 0, errors.New("fleet: unexpected lease reply")
+	}
+	return code, gen, kind, ms, nil
+}
+
 func (f *Fleet) takeLease(k registry.Key) {
 	d := f.depFor(k)
 	d.mu.Lock()
@@ -415,30 +459,23 @@ func (f *Fleet) takeLease(k registry.Key) {
 	d.mu.Unlock()
 	lease := f.leaseFor(k)
 	start := f.clock.Now()
-	state, hold, lkey := f.keys(k)
-	var res []any
-	err := f.do(func(ctx context.Context) error {
-		var err error
-		res, err = leaseScript.Run(ctx, f.client, []string{state, hold, lkey},
-			strconv.FormatUint(known, 10), f.s.replica, lease.Milliseconds()).Slice()
-		return err
-	})
-	code, gen, kind, ms, ok := leaseReply(res)
+	code, gen, kind, ms, err := f.runLease(k, known, lease)
 	d.mu.Lock()
 	if d.lease != leaseAcquiring { // a decision arrived meanwhile
 		d.mu.Unlock()
 		return
 	}
 	d.lease = leaseNone
-	if err != nil || !ok {
+	if err != nil {
 		d.mu.Unlock()
 		return
 	}
 	switch code {
 	case 1:
-		d.lease, d.until = leaseMine, start.Add(lease)
+		d.lease, d.until, d.wonAt, d.used = leaseMine, start.Add(lease), start, false
 		d.mu.Unlock()
 		f.st.leasesWon.Add(1)
+		f.heartbeat(k, lease)
 		return
 	case -1:
 		d.lease, d.until = leaseOther, start.Add(time.Duration(ms)*time.Millisecond)
@@ -453,6 +490,61 @@ func (f *Fleet) takeLease(k registry.Key) {
 	d.mu.Unlock()
 	// -2: this replica missed a decision; apply it as if it had arrived.
 	f.apply(message{kind: kind, gen: gen, holdMs: ms, dep: string(k)}, true)
+}
+
+// heartbeat schedules the renewal of an unused lease of k.
+func (f *Fleet) heartbeat(k registry.Key, lease time.Duration) {
+	time.AfterFunc(max(lease/3, time.Millisecond), func() {
+		if f.ctx.Err() != nil {
+			return
+		}
+		select {
+		case f.leaseReq <- leaseOp{key: k, renew: true}:
+		default:
+		}
+	})
+}
+
+// renewLease renews this replica's lease of k: to a full probe timeout when
+// a probe has just started under it, or as a heartbeat while it waits for a
+// call. An unused lease is released after two lease periods, so a replica
+// without traffic cannot keep the fleet from probing.
+func (f *Fleet) renewLease(k registry.Key) {
+	d := f.depFor(k)
+	lease := f.leaseFor(k)
+	now := f.clock.Now()
+	d.mu.Lock()
+	if d.lease != leaseMine {
+		d.mu.Unlock()
+		return
+	}
+	known, used := d.lastGen, d.used
+	if !used && now.Sub(d.wonAt) >= 2*lease {
+		d.lease = leaseNone
+		d.mu.Unlock()
+		_, _, lkey := f.keys(k)
+		_ = f.do(func(ctx context.Context) error {
+			return releaseScript.Run(ctx, f.client, []string{lkey}, f.s.replica).Err()
+		})
+		return
+	}
+	d.mu.Unlock()
+	code, _, _, _, err := f.runLease(k, known, lease)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lease != leaseMine {
+		return
+	}
+	if err != nil || code != 1 {
+		if code != 0 || !used {
+			d.lease = leaseNone // lost it (or the fleet moved on)
+		}
+		return
+	}
+	d.until = now.Add(lease)
+	if !d.used {
+		f.heartbeat(k, lease)
+	}
 }
 
 func leaseReply(res []any) (code int64, gen uint64, kind string, ms int64, ok bool) {
