@@ -25,6 +25,8 @@ type File struct {
 	Dependencies map[string]Dependency `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
 	// Models declares model failover chains, by chain name.
 	Models map[string]ModelChain `json:"models,omitempty" yaml:"models,omitempty"`
+	// Fleet shares trips and probes between replicas through Redis.
+	Fleet *Fleet `json:"fleet,omitempty" yaml:"fleet,omitempty"`
 }
 
 // Defaults are plugin-wide settings.
@@ -280,6 +282,7 @@ func (c *File) validate() problems {
 	ps = append(ps, defErrs...)
 	ps = c.validateDependencies(ps, len(defErrs) == 0)
 	ps = append(ps, c.validateModels()...)
+	ps = append(ps, c.validateFleet()...)
 	return ps
 }
 

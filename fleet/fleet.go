@@ -47,6 +47,10 @@ type Fleet struct {
 	st   counters
 	once sync.Once
 
+	logMu     sync.Mutex
+	lastClass string
+	lastLog   time.Time
+
 	hmu     sync.Mutex
 	hchange chan struct{} // closed and replaced when health may have changed
 }
@@ -715,8 +719,19 @@ func (f *Fleet) session(resync chan<- struct{}, first bool) bool {
 
 func (f *Fleet) noteDown(op string, err error) {
 	f.st.redisErrors.Add(1)
+	class := errClass(err)
+	now := time.Now()
+	f.logMu.Lock()
+	quiet := class == f.lastClass && now.Sub(f.lastLog) < 10*time.Second
+	if !quiet {
+		f.lastClass, f.lastLog = class, now
+	}
+	f.logMu.Unlock()
+	if quiet {
+		return // at most one line per cause every 10s
+	}
 	f.s.logger.Warn("adkbreaker fleet: redis unavailable; breaking per replica until it returns",
-		"op", op, "error", errClass(err), "replica", f.s.replica)
+		"op", op, "error", class, "replica", f.s.replica)
 }
 
 // resyncer re-reads the fleet state of every local breaker: once per

@@ -148,9 +148,9 @@ func errClass(err error) string {
 	}
 	msg := err.Error()
 	switch {
-	case strings.HasPrefix(msg, "NOAUTH"), strings.HasPrefix(msg, "WRONGPASS"), strings.Contains(msg, "AUTH"):
+	case strings.Contains(msg, "NOAUTH"), strings.Contains(msg, "WRONGPASS"), strings.Contains(msg, "AUTH"), strings.Contains(msg, "invalid password"):
 		return "auth"
-	case strings.HasPrefix(msg, "NOPERM"):
+	case strings.Contains(msg, "NOPERM"):
 		return "permission"
 	case strings.Contains(msg, "EOF"), errors.Is(err, syscall.ECONNRESET), errors.Is(err, syscall.EPIPE):
 		return "disconnected"
