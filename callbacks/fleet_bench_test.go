@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/redis/go-redis/v9"
-	"github.com/sony/gobreaker/v2"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/fleet"
@@ -119,23 +118,17 @@ func TestToolPathDoesNotWaitForABlackholedRedis(t *testing.T) {
 }
 
 // BenchmarkToolPathFleet is BenchmarkToolPath's closed case with fleet
-// sharing on, next to its baselines: bare gobreaker and the closed path
-// without a fleet. The bound is the same: ≤ 1.5× gobreaker, 1 allocation.
+// sharing on (a real redis-server), to read next to BenchmarkToolPath's
+// gobreaker and closed baselines; the bound is the same: ≤ 1.5× gobreaker,
+// 1 allocation. It also reports Redis commands per call (0):
+//
+//	go test -run '^$' -bench 'ToolPath(Fleet)?/(gobreaker|closed|closed-fleet)$' ./callbacks
 func BenchmarkToolPathFleet(b *testing.B) {
-	b.Run("gobreaker", func(b *testing.B) {
-		cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
-		b.ReportAllocs()
-		for b.Loop() {
-			done, err := cb.Allow()
-			if err != nil {
-				b.Fatal(err)
-			}
-			done(nil)
-		}
-	})
-	run := func(b *testing.B, h *callbacks.Handler) {
+	b.Run("closed-fleet", func(b *testing.B) {
+		h, _, cc := newFleetHandler(b)
 		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
 		tl := &fakeTool{name: "get_invoice"}
+		before := cc.n.Load()
 		b.ReportAllocs()
 		for b.Loop() {
 			if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
@@ -143,12 +136,6 @@ func BenchmarkToolPathFleet(b *testing.B) {
 			}
 			h.AfterTool(ctx, tl, nil, nil, nil)
 		}
-	}
-	b.Run("closed", func(b *testing.B) { run(b, newHandler(b)) })
-	b.Run("closed-fleet", func(b *testing.B) {
-		h, _, cc := newFleetHandler(b)
-		before := cc.n.Load()
-		run(b, h)
 		b.ReportMetric(float64(cc.n.Load()-before)/float64(b.N), "redis-cmds/op")
 	})
 }

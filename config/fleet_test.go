@@ -43,3 +43,18 @@ fleet:
 		t.Errorf("missing address: %v", err)
 	}
 }
+
+func TestFleetSectionJSON(t *testing.T) {
+	f, err := config.Parse([]byte(`{"version": 1, "fleet": {"address": "redis:6379", "password_env": "REDIS_PASSWORD",
+		"tls": {"server_name": "redis"}, "prefix": "agent", "command_timeout": "50ms", "resync_interval": 2}}`), config.JSON)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Fleet.Address != "redis:6379" || f.Fleet.TLS.ServerName != "redis" || f.Fleet.ResyncInterval.String() != "2s" {
+		t.Fatalf("%+v", f.Fleet)
+	}
+	_, err = config.Parse([]byte(`{"version": 1, "fleet": {"adress": "redis:6379"}}`), config.JSON)
+	if err == nil || !strings.Contains(err.Error(), `fleet.adress: unknown field`) || !strings.Contains(err.Error(), "fleet.address: required") {
+		t.Fatalf("misspelt field: %v", err)
+	}
+}

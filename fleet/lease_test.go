@@ -2,6 +2,7 @@ package fleet_test
 
 import (
 	"context"
+	"strings"
 	"testing"
 	"time"
 
@@ -148,5 +149,21 @@ func TestStaleAndDuplicateMessages(t *testing.T) {
 	b.f.Resync()
 	if st := b.b.State(); st != registry.StateClosed {
 		t.Fatalf("resync reopened: %v", st)
+	}
+	// Every key the fleet wrote is under the prefix and expires.
+	keys, err := raw.Keys(ctx, "*").Result()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range keys {
+		if !strings.HasPrefix(k, prefix+":") {
+			t.Errorf("key %q outside the prefix %q", k, prefix)
+		}
+		if ttl := raw.PTTL(ctx, k).Val(); ttl <= 0 {
+			t.Errorf("key %q has no TTL (%v)", k, ttl)
+		}
+	}
+	if len(keys) == 0 {
+		t.Error("no keys written")
 	}
 }
