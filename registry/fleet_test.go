@@ -123,3 +123,31 @@ func TestKeys(t *testing.T) {
 		t.Fatalf("Keys = %v", k)
 	}
 }
+
+// TestTripDoesNotLeakItsExactHold: a threshold trip that happens right after
+// a Trip's transition (here: a subscriber resets and trips the breaker as
+// soon as it hears of the Trip) gets its policy hold, not the zero "exact"
+// hold of the Trip still cleaning up. (Found by the fleet tests: a replica
+// adopting a trip while an operator reset it opened with no hold at all.)
+func TestTripDoesNotLeakItsExactHold(t *testing.T) {
+	_, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: time.Minute, NoJitter: true})
+	holds := make(chan time.Duration, 1)
+	r.Subscribe(func(tr registry.Transition) {
+		switch tr.Cause {
+		case registry.CauseRetryHint:
+			b.Reset()
+			if tk, d := b.Admit(); d.Allowed {
+				tk.Done(failure)
+			}
+		case registry.CauseTrip:
+			holds <- tr.RetryAfter
+		}
+	})
+	for i := range 2000 {
+		b.Trip(time.Second, registry.CauseRetryHint)
+		if h := <-holds; h != time.Minute {
+			t.Fatalf("round %d: the threshold trip after a Trip got a hold of %v, want 1m", i, h)
+		}
+		b.Reset()
+	}
+}
