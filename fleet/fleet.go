@@ -231,6 +231,7 @@ func (f *Fleet) do(fn func(ctx context.Context) error) error {
 	default:
 		tk.Done(registry.Failure)
 		f.st.redisErrors.Add(1)
+		f.st.lastError.Store(errClass(err))
 	}
 	return err
 }
@@ -720,6 +721,7 @@ func (f *Fleet) session(resync chan<- struct{}, first bool) bool {
 func (f *Fleet) noteDown(op string, err error) {
 	f.st.redisErrors.Add(1)
 	class := errClass(err)
+	f.st.lastError.Store(class)
 	now := time.Now()
 	f.logMu.Lock()
 	quiet := class == f.lastClass && now.Sub(f.lastLog) < 10*time.Second

@@ -132,7 +132,7 @@ func TestOneProbePerHold(t *testing.T) {
 						tk.Done(registry.Excluded) // closed already: not a probe
 						return
 					default:
-						time.Sleep(100 * time.Microsecond) // traffic, not a wait for state
+						time.Sleep(500 * time.Microsecond) // traffic, not a wait for state
 					}
 				}
 			}()

@@ -63,7 +63,7 @@ func newReplica(t testing.TB, name, addr string, pol registry.Policy, opts ...fl
 		}
 	}))
 	all := append([]fleet.Option{fleet.WithAddress(addr), fleet.WithReplicaID(name),
-		fleet.WithTimeouts(time.Second, time.Second), fleet.WithLogger(discard)}, opts...)
+		fleet.WithTimeouts(5*time.Second, 5*time.Second), fleet.WithLogger(discard)}, opts...)
 	f, err := fleet.New(reg, all...)
 	if err != nil {
 		t.Fatal(err)

@@ -16,6 +16,7 @@ type counters struct {
 	droppedQueue, droppedRedis                 atomic.Uint64
 	leasesWon, leasesLost                      atomic.Uint64
 	resyncs, reconnects, redisErrors           atomic.Uint64
+	lastError                                  atomic.Value // string: an errClass
 }
 
 // Stats are the fleet's counters since New.
@@ -41,6 +42,9 @@ type Stats struct {
 	// Resyncs counts completed reads of current holds; Reconnects counts
 	// subscriptions after the first; RedisErrors counts failed operations.
 	Resyncs, Reconnects, RedisErrors uint64
+	// LastError is the kind of the last Redis error ("timeout", "refused",
+	// "auth", "disconnected", …; never its text), or "".
+	LastError string
 	// Healthy: subscribed, and the breaker around Redis is closed.
 	Healthy bool
 }
@@ -48,7 +52,7 @@ type Stats struct {
 // Stats returns a snapshot of the counters.
 func (f *Fleet) Stats() Stats {
 	c := &f.st
-	return Stats{
+	s := Stats{
 		Published: c.published.Load(), PublishFailed: c.publishFailed.Load(),
 		Received: c.received.Load(), Applied: c.applied.Load(), ResyncApplied: c.resyncApplied.Load(),
 		Dropped: map[string]uint64{
@@ -60,6 +64,8 @@ func (f *Fleet) Stats() Stats {
 		Resyncs: c.resyncs.Load(), Reconnects: c.reconnects.Load(), RedisErrors: c.redisErrors.Load(),
 		Healthy: f.Healthy(),
 	}
+	s.LastError, _ = c.lastError.Load().(string)
+	return s
 }
 
 // Metric names (docs/telemetry.md).
