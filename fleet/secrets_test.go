@@ -91,4 +91,19 @@ func TestCredentialsNeverLeak(t *testing.T) {
 	if err == nil || err2 == nil {
 		t.Fatalf("errors: %v / %v", err, err2)
 	}
+	// The metrics docs/telemetry.md promises are there.
+	seen := map[string]bool{}
+	for _, sm := range rm.ScopeMetrics {
+		for _, m := range sm.Metrics {
+			seen[m.Name] = true
+		}
+	}
+	for _, name := range []string{fleet.MetricMessages, fleet.MetricDropped, fleet.MetricLeases, fleet.MetricRedisUp, fleet.MetricRedisErrors, fleet.MetricRedisReconnects} {
+		if !seen[name] {
+			t.Errorf("metric %s not recorded", name)
+		}
+	}
+	if s := f.Stats(); s.RedisErrors == 0 || s.LastError != "auth" {
+		t.Errorf("wrong password: stats %+v", s)
+	}
 }
