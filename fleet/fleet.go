@@ -719,6 +719,9 @@ func (f *Fleet) session(resync chan<- struct{}, first bool) bool {
 }
 
 func (f *Fleet) noteDown(op string, err error) {
+	if f.ctx.Err() != nil {
+		return // closing, not an outage
+	}
 	f.st.redisErrors.Add(1)
 	class := errClass(err)
 	f.st.lastError.Store(class)

@@ -58,17 +58,11 @@ func TestTripPropagatesP99(t *testing.T) {
 	}
 	for _, r := range rs {
 		s := r.f.Stats()
-		if s.Published != trips/3+boolInt(r == rs[0]) || s.Dropped["stale"] != 0 {
+		// (The last publish's reply may still be on its way.)
+		if s.Published+1 < trips/3 || s.Dropped["stale"] != 0 {
 			t.Errorf("%s stats: %+v", r.name, s)
 		}
 	}
-}
-
-func boolInt(b bool) uint64 {
-	if b {
-		return 1
-	}
-	return 0
 }
 
 // TestOneProbePerHold: 1,000 rounds; in each, every replica hammers its
@@ -121,8 +115,10 @@ func TestOneProbePerHold(t *testing.T) {
 						if succeed {
 							tk.Done(registry.Success)
 						} else {
-							tk.Done(registry.Failure)
+							// Before Done: the re-open (and the next hold's
+							// start) is no earlier than this.
 							failedAt.CompareAndSwap(0, time.Now().UnixNano())
+							tk.Done(registry.Failure)
 						}
 						mu.Lock()
 						probeTimes = append(probeTimes, at)
