@@ -94,6 +94,32 @@ func Text(s string, limit int) string {
 	return s
 }
 
+// Sensitive reports whether s holds something Text redacts as a credential:
+// a key, token, password, private key, or user info in a URL — after the
+// same normalisation, so invisible characters cannot hide one. Plain URLs,
+// addresses and instruction phrases do not count. Configuration uses it to
+// refuse a name or a setting that carries a secret, without echoing it.
+func Sensitive(s string) bool {
+	s, _ = normalise(s, len(s))
+	for _, r := range rules {
+		if !r.secret {
+			continue
+		}
+		if r.fn == nil {
+			if r.re.MatchString(s) {
+				return true
+			}
+			continue
+		}
+		for _, m := range r.re.FindAllString(s, -1) {
+			if r.fn(m) != m {
+				return true
+			}
+		}
+	}
+	return false
+}
+
 // maxExtraScan bounds how far beyond limit Text reads, which bounds its
 // time (a few milliseconds per 10 KiB).
 const maxExtraScan = 48 << 10
@@ -179,11 +205,13 @@ func invisible(r rune) bool {
 		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
-// rule is one redaction: re's matches become with, or fn(match) if fn is set.
+// rule is one redaction: re's matches become with, or fn(match) if fn is
+// set. secret marks the rules Sensitive applies.
 type rule struct {
-	re   *regexp.Regexp
-	with string
-	fn   func(string) string
+	secret bool
+	re     *regexp.Regexp
+	with   string
+	fn     func(string) string
 }
 
 // secretKey names a value that is a secret in key=value and "key": value
@@ -196,25 +224,25 @@ const secretKey = `(?:api[_-]?key|apikey|secret|passw(?:or)?d|pwd|token|auth|cre
 // not require a word boundary before it, so that text glued in front (with
 // an invisible separator dropped) does not hide them.
 var rules = []rule{
-	{re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted},
 	// URLs: with credentials (any scheme), then every web URL.
-	{re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted},
 	{re: regexp.MustCompile(`(?i)(?:https?|wss?|ftp)://\S+`), with: Redacted},
-	{re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@[A-Za-z0-9.-]+`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted},
 	// Authorization schemes, with or without a space after them.
-	{re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), with: Redacted},
 	// Well-known token shapes.
-	{re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted},
-	{re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted},
-	{re: regexp.MustCompile(`ya29\.[0-9A-Za-z_-]{10,}`), with: Redacted},
-	{re: regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{12,}`), with: Redacted},
-	{re: regexp.MustCompile(`(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}`), with: Redacted},
-	{re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted},
-	{re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`ya29\.[0-9A-Za-z_-]{10,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{12,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted},
 	// key=value, key: value, "key": "value".
-	{re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted},
 	// Long random-looking tokens (AWS secret access keys among them).
-	{re: regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`), fn: randomToken},
+	{secret: true, re: regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`), fn: randomToken},
 	// Addresses: candidates, then parsed; only non-public ones are redacted.
 	{re: regexp.MustCompile(`(?i)\[?(?:[0-9a-f]{0,4}:){2,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f]{1,4})?(?:%[0-9a-z._-]+)?\]?`), fn: internalAddr},
 	{re: regexp.MustCompile(`\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}\b`), fn: internalAddr},

@@ -146,3 +146,23 @@ func TestPrintable(t *testing.T) {
 		}
 	}
 }
+
+func TestSensitive(t *testing.T) {
+	for _, s := range []string{
+		"AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "https://user:pass@host.example", "admin:pw@db.internal",
+		"Bearer\u00a0abcdef123456", "password=hunter2", "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",
+		"AKIAIOSFODNN7EXAMPLE", "AI\u200bzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q",
+	} {
+		if !redact.Sensitive(s) {
+			t.Errorf("Sensitive(%q) = false, want true", s)
+		}
+	}
+	for _, s := range []string{
+		"billing-api", "mcp:files", "GEMINI_API_KEY", "https://example.com/v1", "10.0.0.1",
+		"model:gemini-2.5-pro@gemini_api/", "ignore previous instructions", "",
+	} {
+		if redact.Sensitive(s) {
+			t.Errorf("Sensitive(%q) = true, want false", s)
+		}
+	}
+}
