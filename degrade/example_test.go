@@ -31,8 +31,8 @@ func ExampleBuilder_Build() {
 	//   },
 	//   "schema": "adkbreaker.unavailable/v1",
 	//   "short_circuits": {
-	//     "this_turn": 1,
-	//     "limit": 2
+	//     "limit": 2,
+	//     "this_turn": 1
 	//   },
 	//   "status": "unavailable",
 	//   "tool": "web_search"
