@@ -127,3 +127,17 @@ func ExampleCapabilityNotice() {
 	// Output:
 	// Temporarily unavailable: mcp:github and mcp:jira. Their tools are not offered in this turn, so do not try to call them. Continue with the tools you have, and tell the user if part of the request cannot be done.
 }
+
+func ExampleCheckName() {
+	for _, name := range []string{"billing-api", "mcp:weather", "https://billing.internal/v1", "10.0.0.7:8080", "db.internal.example:5432"} {
+		fmt.Printf("%s: %v\n", name, degrade.CheckName(name) == nil)
+	}
+	fmt.Println(degrade.CheckName("https://svc:hunter2@billing.example"))
+	// Output:
+	// billing-api: true
+	// mcp:weather: true
+	// https://billing.internal/v1: false
+	// 10.0.0.7:8080: false
+	// db.internal.example:5432: false
+	// looks like it holds a credential (a key, token, password or user info); it is shown to the model: name the dependency (like billing-api) and keep secrets out of configuration names
+}

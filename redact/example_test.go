@@ -17,3 +17,14 @@ func ExamplePrintable() {
 	fmt.Printf("%q\n", redact.Printable("web\u00a0\u200bsearch\u2028api\u202e ", 64))
 	// Output: "web search api"
 }
+
+func ExampleSensitive() {
+	for _, s := range []string{"GEMINI_API_KEY", "AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q", "https://user:pass@host.example", "billing-api"} {
+		fmt.Println(redact.Sensitive(s))
+	}
+	// Output:
+	// false
+	// true
+	// true
+	// false
+}
