@@ -130,7 +130,7 @@ func normalise(s string, limit int) (out string, cut bool) {
 	if limit <= 0 {
 		return "", s != ""
 	}
-	if isPlain(s) && len(s) <= limit {
+	if len(s) <= limit && isPlain(s) {
 		return s, false
 	}
 	var b strings.Builder
