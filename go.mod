@@ -12,9 +12,9 @@ require (
 	go.opentelemetry.io/otel/sdk v1.45.0
 	go.opentelemetry.io/otel/sdk/metric v1.45.0
 	go.opentelemetry.io/otel/trace v1.45.0
+	go.yaml.in/yaml/v3 v3.0.6
 	google.golang.org/adk v1.7.0
 	google.golang.org/genai v1.57.0
-	gopkg.in/yaml.v3 v3.0.1
 )
 
 require (

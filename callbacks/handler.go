@@ -139,6 +139,10 @@ func New(cfg Config) (*Handler, error) {
 		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
 	}
 	for k, d := range cfg.Dependencies {
+		if err := degrade.CheckName(string(k)); err != nil {
+			errs = append(errs, fmt.Errorf("dependencies: a name %w", err))
+			continue
+		}
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}

@@ -82,7 +82,9 @@ func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]D
 	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: 4 * reg.Cap()}
 	var errs []error
 	for i, m := range maps {
-		if !m.Dependency.Valid() {
+		if err := degrade.CheckName(string(m.Dependency)); err != nil {
+			errs = append(errs, fmt.Errorf("mappings[%d].dependency: %w", i, err))
+		} else if !m.Dependency.Valid() {
 			errs = append(errs, fmt.Errorf("mappings[%d].dependency: invalid key %q", i, m.Dependency))
 		}
 		if len(m.Tools) == 0 {

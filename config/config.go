@@ -8,10 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -299,8 +302,10 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 	seen := map[string]toolRef{}
 	for _, name := range names {
 		dep := c.Dependencies[name]
-		p := "dependencies." + seg(name)
-		if !validName(name) {
+		p := "dependencies." + depSeg(name)
+		if err := degrade.CheckName(name); err != nil {
+			ps.add(p, "invalid dependency name: %v", err)
+		} else if !validName(name) {
 			ps.add(p, "invalid dependency name %s: use 1–%d bytes of printable text without spaces", quoteShort(name, 40), registry.MaxKeyLen)
 		}
 		for i, t := range dep.Tools {
@@ -321,7 +326,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 				if prev.dep == name {
 					ps.add(tp, "%q is listed twice (also tools[%d])", t, prev.i)
 				} else {
-					ps.add(tp, "%q is also mapped to dependency %q (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, prev.dep, seg(prev.dep), prev.i)
+					ps.add(tp, "%q is also mapped to dependency %s (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, depQuote(prev.dep), depSeg(prev.dep), prev.i)
 				}
 				continue
 			}
@@ -361,7 +366,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 		return toolRef{}, false
 	}
 	for _, name := range names {
-		p := "dependencies." + seg(name)
+		p := "dependencies." + depSeg(name)
 		for i, a := range c.Dependencies[name].Alternatives {
 			ap := index(p+".alternatives", i)
 			if strings.TrimSpace(a) == "" {
@@ -396,6 +401,24 @@ func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) [
 		}
 	}
 	return merged
+}
+
+// depSeg is seg for a dependency name, except that a name holding a
+// credential is never repeated: it becomes "[redacted]".
+func depSeg(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return seg(name)
+}
+
+// depQuote is a dependency name quoted, or "[redacted]" if it holds a
+// credential.
+func depQuote(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return strconv.Quote(name)
 }
 
 // validName reports whether a dependency name is a valid registry key made

@@ -270,7 +270,7 @@ func (s *server) newTool(mt *mcp.Tool) (*Tool, string) {
 	if !validDeclaredName(name) {
 		return nil, "invalid_declared_name"
 	}
-	desc := printable(mt.Description, maxDescriptionBytes)
+	desc := untrusted(mt.Description, maxDescriptionBytes)
 	var in any = map[string]any{"type": "object"}
 	if mt.InputSchema != nil {
 		b, err := json.Marshal(mt.InputSchema)
