@@ -35,6 +35,9 @@ type Instrumentation struct {
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
 	dropped       metric.Int64ObservableCounter
+	failureRate   metric.Float64ObservableGauge
+	openDuration  metric.Float64Histogram
+	probes        metric.Int64Counter
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
@@ -100,6 +103,16 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
 		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
 	add(MetricTransitionsDropped, err)
+	in.failureRate, err = m.Float64ObservableGauge(MetricFailureRate, metric.WithUnit("1"),
+		metric.WithDescription("Failures / (successes + failures) in the breaker's current window (closed) or probe round (half-open); not reported while nothing is counted."))
+	add(MetricFailureRate, err)
+	in.openDuration, err = m.Float64Histogram(MetricOpenDuration, metric.WithUnit("s"),
+		metric.WithDescription("How long a dependency was unavailable: from the breaker leaving closed to closing again, recorded when it closes."),
+		metric.WithExplicitBucketBoundaries(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400, 86400))
+	add(MetricOpenDuration, err)
+	in.probes, err = m.Int64Counter(MetricProbes, metric.WithUnit("{probe}"),
+		metric.WithDescription("Half-open probe rounds by outcome: succeeded (closed the breaker), failed (re-opened it), lease_expired (no outcome in time; counted as failed)."))
+	add(MetricProbes, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
