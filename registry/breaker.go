@@ -67,6 +67,10 @@ type Breaker struct {
 
 	// shortCircuits counts refusals; touched only on the refused path.
 	shortCircuits atomic.Uint64
+	// reported counts reported outcomes since creation, by the outcome the
+	// breaker counted (a slow success is a failure): Success, Failure,
+	// Excluded.
+	reported [3]atomic.Uint64
 	// forceTrip makes the next failure trip (Trip); false otherwise.
 	forceTrip atomic.Bool
 	// tripMu serialises Trip calls.
@@ -492,6 +496,15 @@ type Counts struct {
 	ShortCircuits uint64
 	// Trips is how many times the breaker opened since creation.
 	Trips uint64
+}
+
+// Reported returns how many outcomes were reported since the breaker was
+// created, indexed by Outcome (Success, Failure, Excluded), as the breaker
+// counted them: a success slower than Policy.SlowCall is a failure.
+// Together with Counts.ShortCircuits they are every call's fate, for
+// dashboards. Three atomic loads; no lock.
+func (b *Breaker) Reported() [3]uint64 {
+	return [3]uint64{b.reported[Success].Load(), b.reported[Failure].Load(), b.reported[Excluded].Load()}
 }
 
 // Counts returns the breaker's counters.

@@ -59,7 +59,16 @@ func TestFailureRateGauge(t *testing.T) {
 		tk, _ := b.Admit()
 		tk.Done(o)
 	}
-	if got := h.collect(t)[telemetry.MetricFailureRate]["dependency=search-api"]; got != 0.5 {
+	g := h.collect(t)
+	if got := g[telemetry.MetricFailureRate]["dependency=search-api"]; got != 0.5 {
 		t.Errorf("failure rate = %v, want 0.5 (exclusions count neither way)", got)
+	}
+	if d := cmp.Diff(map[string]float64{
+		"dependency=search-api,outcome=success":         2,
+		"dependency=search-api,outcome=failure":         2,
+		"dependency=search-api,outcome=excluded":        1,
+		"dependency=search-api,outcome=short_circuited": 0,
+	}, g[telemetry.MetricCalls]); d != "" {
+		t.Errorf("calls (-want +got):\n%s", d)
 	}
 }

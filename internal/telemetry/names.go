@@ -14,6 +14,7 @@ const (
 	MetricFailureRate        = "adkbreaker.breaker.failure_rate"
 	MetricOpenDuration       = "adkbreaker.breaker.open_duration"
 	MetricProbes             = "adkbreaker.probes"
+	MetricCalls              = "adkbreaker.calls"
 )
 
 // Metric attribute keys. Values are bounded: dependencies come from

@@ -38,12 +38,14 @@ type Instrumentation struct {
 	failureRate   metric.Float64ObservableGauge
 	openDuration  metric.Float64Histogram
 	probes        metric.Int64Counter
+	calls         metric.Int64ObservableCounter
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
 	turns      *cache[callbacks.TurnEndReason, []metric.AddOption]
 	turnsOver  []metric.AddOption
 	deps       *cache[registry.Key, metric.ObserveOption]
+	callSets   *cache[registry.Key, *[4]metric.ObserveOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -70,13 +72,14 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		return nil, errors.Join(errs...)
 	}
 	in := &Instrumentation{
-		mp:     mp,
-		tp:     tp,
-		meter:  mp.Meter(ScopeName),
-		tracer: tp.Tracer(ScopeName),
-		sc:     newCache[scKey, []metric.AddOption](MaxAttributeSets),
-		turns:  newCache[callbacks.TurnEndReason, []metric.AddOption](64),
-		deps:   newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
+		mp:       mp,
+		tp:       tp,
+		meter:    mp.Meter(ScopeName),
+		tracer:   tp.Tracer(ScopeName),
+		sc:       newCache[scKey, []metric.AddOption](MaxAttributeSets),
+		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
+		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
+		callSets: newCache[registry.Key, *[4]metric.ObserveOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error
@@ -113,6 +116,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.probes, err = m.Int64Counter(MetricProbes, metric.WithUnit("{probe}"),
 		metric.WithDescription("Half-open probe rounds by outcome: succeeded (closed the breaker), failed (re-opened it), lease_expired (no outcome in time; counted as failed)."))
 	add(MetricProbes, err)
+	in.calls, err = m.Int64ObservableCounter(MetricCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool and model calls through a breaker by outcome: success, failure, excluded (counted neither way), short_circuited (refused without calling the dependency)."))
+	add(MetricCalls, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -78,6 +78,16 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 			}
 			o.ObserveInt64(in.state, int64(st.State), opt)
 			o.ObserveFloat64(in.retryAfter, st.RetryAfter.Seconds(), opt)
+			sets, ok := in.callSets.get(st.Key, mkCallSets)
+			if !ok {
+				sets = mkCallSets(st.Key)
+			}
+			if b, ok := reg.Lookup(st.Key); ok {
+				for i, v := range b.Reported() {
+					o.ObserveInt64(in.calls, int64(v), sets[i])
+				}
+			}
+			o.ObserveInt64(in.calls, int64(st.Counts.ShortCircuits), sets[3])
 			if n := st.Counts.Successes + st.Counts.Failures; n > 0 {
 				o.ObserveFloat64(in.failureRate, float64(st.Counts.Failures)/float64(n), opt)
 			}
@@ -85,7 +95,7 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 		o.ObserveInt64(in.dropped, int64(reg.DroppedTransitions()))
 		return nil
 	}
-	r, err := in.meter.RegisterCallback(cb, in.state, in.retryAfter, in.dropped, in.failureRate)
+	r, err := in.meter.RegisterCallback(cb, in.state, in.retryAfter, in.dropped, in.failureRate, in.calls)
 	if err != nil {
 		otel.Handle(fmt.Errorf("adkbreaker telemetry: register gauges: %w", err))
 	}
@@ -111,6 +121,19 @@ func probeOutcome(c registry.Cause) string {
 		return "lease_expired"
 	}
 	return ""
+}
+
+// callOutcomes are the outcome values of adkbreaker.calls, indexed like
+// registry.Counts.Reported, then short_circuited.
+var callOutcomes = [4]string{"success", "failure", "excluded", "short_circuited"}
+
+func mkCallSets(k registry.Key) *[4]metric.ObserveOption {
+	var out [4]metric.ObserveOption
+	for i, o := range callOutcomes {
+		out[i] = metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(AttrDependency, string(k)), attribute.String(AttrOutcome, o)))
+	}
+	return &out
 }
 
 func mkDepSet(k registry.Key) metric.ObserveOption {
