@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"iter"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -23,6 +25,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/failover"
 	"github.com/adkbreaker/adkbreaker/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/promexport"
@@ -39,11 +42,20 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	var sum summary
 	var transitions, shortCircuits atomic.Int64
 
-	// A real HTTP backend that is up for cfg.up, then down for cfg.down.
-	down := func() bool {
+	// Each cycle: everything up for cfg.up; then the tool's backend goes
+	// down; a third of the way into its outage the primary model endpoint
+	// fails too, and two thirds in the fallback endpoint as well, so every
+	// signal on the dashboard moves.
+	phase := func() time.Duration {
 		cycle := cfg.up + cfg.down
-		return cycle > 0 && time.Since(start)%cycle >= cfg.up
+		if cycle <= 0 {
+			return 0
+		}
+		return time.Since(start) % cycle
 	}
+	down := func() bool { return phase() >= cfg.up }
+	primaryDown := func() bool { return phase() >= cfg.up+cfg.down/3 }
+	fallbackDown := func() bool { return phase() >= cfg.up+2*cfg.down/3 }
 	backend := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if down() {
 			http.Error(w, "unavailable", http.StatusServiceUnavailable)
@@ -82,7 +94,7 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 		return sum, err
 	}
 	defer exp.Shutdown(context.Background())
-	reg, err := registry.New(registry.WithPolicy(dependency, registry.Policy{
+	reg, err := registry.New(registry.WithDefaultPolicy(registry.Policy{
 		ConsecutiveFailures: 3, OpenFor: cfg.openFor, MaxOpenFor: 4 * cfg.openFor,
 	}))
 	if err != nil {
@@ -92,11 +104,21 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 		transitions.Add(1)
 		fmt.Fprintf(out, "[%6.1fs] %s: %s → %s (%s)\n", time.Since(start).Seconds(), t.Key, t.From, t.To, t.Cause)
 	})()
+	llm, err := failover.New("assistant-model", reg, []failover.Endpoint{
+		{LLM: flaky{scripted.New("primary", decide), primaryDown}, Key: "model:primary"},
+		{LLM: flaky{scripted.New("fallback", decide), fallbackDown}, Key: "model:fallback"},
+	}, failover.WithMeterProvider(exp.MeterProvider()), failover.WithLogger(slog.New(slog.DiscardHandler)))
+	if err != nil {
+		return sum, err
+	}
 	p, err := breaker.New(
 		breaker.WithRegistry(reg),
 		breaker.WithDependency(dependency, "get_invoice"),
 		breaker.WithMeterProvider(exp.MeterProvider()),
 		breaker.WithObserver(countShortCircuits{&shortCircuits}),
+		breaker.WithModelGuard(llm),
+		breaker.WithShortCircuitLimit(2),
+		breaker.WithTurnLimit(3),
 	)
 	if err != nil {
 		return sum, err
@@ -116,7 +138,6 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	base := "http://" + ln.Addr().String()
 	fmt.Fprintf(out, "dashboard: status page %s/adkbreaker/  metrics %s/metrics\n", base, base)
 
-	llm := scripted.New("scripted", decide)
 	a, err := llmagent.New(llmagent.Config{Name: "billing_assistant", Model: llm, Tools: []tool.Tool{getInvoice}})
 	if err != nil {
 		return sum, err
@@ -146,13 +167,16 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	}
 }
 
-// decide is the scripted reasoning: call the tool, then answer from what it
-// returned (an unavailable payload included).
+// decide is the scripted reasoning of a stubborn model: call the tool, and
+// when it is unavailable call it again, up to four times in a turn (the
+// plugin ends the turn first).
 func decide(req *model.LLMRequest) *model.LLMResponse {
 	last := req.Contents[len(req.Contents)-1]
 	for _, p := range last.Parts {
 		if fr := p.FunctionResponse; fr != nil {
-			if info, ok := degrade.Parse(fr.Response); ok {
+			if info, ok := degrade.Parse(fr.Response); ok && info.ThisTurn < 4 {
+				break
+			} else if ok {
 				return answer(fmt.Sprintf("Billing is unavailable; try again in about %d s.", info.RetryAfterSeconds))
 			}
 			return answer("Invoice 42 is paid.")
@@ -164,6 +188,21 @@ func decide(req *model.LLMRequest) *model.LLMResponse {
 
 func answer(s string) *model.LLMResponse {
 	return &model.LLMResponse{Content: genai.NewContentFromText(s, genai.RoleModel), TurnComplete: true}
+}
+
+// flaky is a model endpoint that answers 503 while down reports true.
+type flaky struct {
+	model.LLM
+	down func() bool
+}
+
+func (f flaky) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	if f.down() {
+		return func(yield func(*model.LLMResponse, error) bool) {
+			yield(nil, genai.APIError{Code: http.StatusServiceUnavailable, Status: "UNAVAILABLE", Message: "model overloaded"})
+		}
+	}
+	return f.LLM.GenerateContent(ctx, req, stream)
 }
 
 type countShortCircuits struct{ n *atomic.Int64 }
