@@ -48,10 +48,11 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	// signal on the dashboard moves.
 	phase := func() time.Duration {
 		cycle := cfg.up + cfg.down
-		if cycle <= 0 {
-			return 0
+		el := time.Since(start)
+		if cycle <= 0 || (cfg.cycles > 0 && el >= time.Duration(cfg.cycles)*cycle) {
+			return 0 // up for good
 		}
-		return time.Since(start) % cycle
+		return el % cycle
 	}
 	down := func() bool { return phase() >= cfg.up }
 	primaryDown := func() bool { return phase() >= cfg.up+cfg.down/3 }

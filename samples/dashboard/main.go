@@ -31,6 +31,7 @@ func main() {
 	flag.DurationVar(&cfg.up, "up", 20*time.Second, "how long the dependency stays up in each cycle")
 	flag.DurationVar(&cfg.down, "down", 15*time.Second, "how long the dependency stays down in each cycle")
 	flag.DurationVar(&cfg.openFor, "open-for", 5*time.Second, "the breaker's open hold")
+	flag.IntVar(&cfg.cycles, "cycles", 0, "stop failing after this many outages (0: keep cycling)")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
@@ -57,6 +58,7 @@ type config struct {
 	addr                         string
 	duration, interval, up, down time.Duration
 	openFor                      time.Duration
+	cycles                       int
 }
 
 type summary struct{ transitions, shortCircuits int64 }
