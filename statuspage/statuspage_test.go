@@ -42,7 +42,7 @@ func newPage(t *testing.T, reg *registry.Registry, opts ...statuspage.Option) (*
 	mux := http.NewServeMux()
 	mux.Handle("/breakers/", http.StripPrefix("/breakers", h))
 	srv := httptest.NewServer(mux)
-	t.Cleanup(func() { srv.Close(); h.Close() })
+	t.Cleanup(func() { h.Close(); srv.Close() }) // Close ends the event streams first
 	return h, srv
 }
 
