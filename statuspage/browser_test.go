@@ -5,8 +5,6 @@ import (
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -15,60 +13,15 @@ import (
 
 	"github.com/chromedp/chromedp"
 
+	"github.com/adkbreaker/adkbreaker/internal/browsertest"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/statuspage"
 )
 
-// chromium returns a browser context for a real headless Chromium, or skips
-// (fails under CI=true, which installs Debian's chromium).
-func chromium(t *testing.T) context.Context {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("starts Chromium; not in -short")
-	}
-	var bin string
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			bin = p
-			break
-		}
-	}
-	if bin == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("chromium is required under CI=true")
-		}
-		t.Skip("chromium not installed (apt-get install chromium); CI installs it")
-	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:],
-		chromedp.ExecPath(bin), chromedp.NoSandbox, chromedp.DisableGPU,
-		chromedp.WindowSize(1280, 720), chromedp.Flag("headless", "new"))
-	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
-	ctx, cancelC := chromedp.NewContext(actx)
-	ctx, cancelT := context.WithTimeout(ctx, 90*time.Second)
-	t.Cleanup(func() { cancelT(); cancelC(); cancelA() })
-	// The first call starts the browser; it lives as long as ctx, which
-	// bounds the whole test.
-	if err := chromedp.Do(ctx); err != nil {
-		t.Fatal(err)
-	}
-	return ctx
-}
+func chromium(t *testing.T) context.Context { return browsertest.New(t, 90*time.Second) }
 
-// screenshot saves the page; with UPDATE_SCREENSHOTS=1 into docs/img (the
-// images docs/dashboards.md shows), else into the test's temp dir.
 func screenshot(t *testing.T, ctx context.Context, name string) {
-	t.Helper()
-	png, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	if os.Getenv("UPDATE_SCREENSHOTS") == "1" {
-		dir = filepath.Join("..", "docs", "img")
-	}
-	if err := os.WriteFile(filepath.Join(dir, name), png, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	browsertest.Screenshot(t, ctx, filepath.Join("..", "docs", "img"), name)
 }
 
 func serveRealClock(t *testing.T, opts ...statuspage.Option) (*registry.Registry, string) {

@@ -1,9 +1,12 @@
 package main
 
 import (
+	"github.com/chromedp/chromedp"
+
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/adkbreaker/adkbreaker/internal/browsertest"
 	"io"
 	"net"
 	"net/http"
@@ -17,19 +20,7 @@ import (
 	"time"
 )
 
-// requireTool returns the path of a command the test needs. Missing, it
-// fails the test under CI=true (CI installs it) and skips it elsewhere.
-func requireTool(t *testing.T, name string) string {
-	t.Helper()
-	p, err := exec.LookPath(name)
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("%s is required under CI=true: %v", name, err)
-		}
-		t.Skipf("%s not installed (apt-get install %s); CI installs it", name, name)
-	}
-	return p
-}
+func requireTool(t *testing.T, name string) string { return browsertest.RequireTool(t, name, name) }
 
 func freePort(t *testing.T) string {
 	t.Helper()
@@ -303,6 +294,7 @@ func TestPrometheusEvaluatesShippedDashboardAndAlerts(t *testing.T) {
 		return time.Since(begin) > 27*time.Second && !p.firing("AdkbreakerDependencyUnavailable", "")
 	})
 	end := time.Now()
+	screenshotPrometheus(t, p.base)
 
 	// Every shipped expression returns data over the run.
 	exprs := dashboardExprs(t)
@@ -331,5 +323,35 @@ func TestPrometheusEvaluatesShippedDashboardAndAlerts(t *testing.T) {
 		case !wantEmpty[name] && n == 0:
 			t.Errorf("%s returned no data: %s", name, grafanaVars(expr))
 		}
+	}
+}
+
+// screenshotPrometheus shows, in Prometheus's own UI, the alert rules and the
+// dashboard's state query over the run (docs/dashboards.md shows them; the
+// Grafana dashboard runs the same queries). Skipped without Chromium.
+func screenshotPrometheus(t *testing.T, base string) {
+	t.Helper()
+	if _, err := exec.LookPath("chromium"); err != nil && os.Getenv("CI") != "true" {
+		return
+	}
+	ctx := browsertest.New(t, 60*time.Second)
+	docs := filepath.Join("..", "..", "docs", "img")
+	// Debian's prometheus package serves the classic UI.
+	graph := base + "/classic/graph?g0.expr=" + url.QueryEscape("max by (dependency) (adkbreaker_breaker_state)") +
+		"&g0.tab=0&g0.range_input=1m&g1.expr=" + url.QueryEscape(`sum by (dependency, outcome) (rate(adkbreaker_calls_total[5s]))`) +
+		"&g1.tab=0&g1.range_input=1m"
+	for _, shot := range []struct{ url, wait, name string }{
+		{base + "/classic/alerts", "body", "prometheus-alerts.png"},
+		{graph, "body", "prometheus-graph.png"},
+	} {
+		// The pause lets the React UI finish drawing before the picture.
+		if err := chromedp.Do(ctx, chromedp.Navigate(shot.url), chromedp.WaitReady(chromedp.CSS(shot.wait)), chromedp.Sleep(2*time.Second)); err != nil {
+			t.Fatalf("%s: %v", shot.url, err)
+		}
+		// The fixed navigation bar would float over a full-page picture.
+		if _, err := chromedp.Run(ctx, chromedp.Evaluate[bool](`(() => { document.querySelectorAll("nav").forEach(n => n.remove()); return true })()`)); err != nil {
+			t.Fatal(err)
+		}
+		browsertest.Screenshot(t, ctx, docs, shot.name)
 	}
 }
