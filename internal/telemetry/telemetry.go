@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,6 +29,7 @@ type Instrumentation struct {
 	tp     trace.TracerProvider
 	meter  metric.Meter
 	tracer trace.Tracer
+	logger otellog.Logger
 
 	shortCircuits metric.Int64Counter
 	transitions   metric.Int64Counter
