@@ -67,6 +67,8 @@ type Breaker struct {
 
 	// shortCircuits counts refusals; touched only on the refused path.
 	shortCircuits atomic.Uint64
+	// shadowRefusals counts calls a shadow-mode breaker would have refused.
+	shadowRefusals atomic.Uint64
 	// reported counts reported outcomes since creation, by the outcome the
 	// breaker counted (a slow success is a failure): Success, Failure,
 	// Excluded.
@@ -314,6 +316,10 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 }
 
 func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration) (Ticket, Decision) {
+	if b.pol.Shadow {
+		b.shadowRefusals.Add(1)
+		return Ticket{}, Decision{Allowed: true, Shadow: true, State: st, Reason: why, RetryAfter: wait, At: now}
+	}
 	b.shortCircuits.Add(1)
 	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now}
 }
@@ -496,6 +502,9 @@ type Counts struct {
 	ShortCircuits uint64
 	// Trips is how many times the breaker opened since creation.
 	Trips uint64
+	// ShadowRefusals is how many calls a breaker in shadow mode
+	// (Policy.Shadow) would have refused, and admitted, since creation.
+	ShadowRefusals uint64
 }
 
 // Reported returns how many outcomes were reported since the breaker was
@@ -516,7 +525,7 @@ func (b *Breaker) Counts() Counts {
 	return Counts{
 		Requests: c.Requests, Successes: c.TotalSuccesses, Failures: c.TotalFailures,
 		Exclusions: c.TotalExclusions, ConsecutiveFailures: c.ConsecutiveFailures,
-		ShortCircuits: b.shortCircuits.Load(), Trips: trips,
+		ShortCircuits: b.shortCircuits.Load(), Trips: trips, ShadowRefusals: b.shadowRefusals.Load(),
 	}
 }
 

@@ -37,6 +37,10 @@ type Dependency struct {
 	Name     string `json:"name"`
 	State    string `json:"state"` // closed, half_open, open
 	Isolated bool   `json:"isolated"`
+	// Mode is "enforce", or "shadow" for a breaker in shadow mode
+	// (registry.Policy.Shadow), which admits the calls it would refuse and
+	// counts them in Counts.ShadowRefusals.
+	Mode string `json:"mode"`
 	// Since is when the state last changed; InStateSeconds is the time since.
 	Since          time.Time `json:"since"`
 	InStateSeconds float64   `json:"in_state_seconds"`
@@ -62,6 +66,7 @@ type Counts struct {
 	ConsecutiveFailures uint32 `json:"consecutive_failures"`
 	ShortCircuits       uint64 `json:"short_circuits"`
 	Trips               uint64 `json:"trips"`
+	ShadowRefusals      uint64 `json:"shadow_refusals"`
 }
 
 // Transition is one state change.
@@ -105,8 +110,9 @@ func (h *Handler) Document() Document {
 			Counts: Counts{
 				Requests: s.Counts.Requests, Successes: s.Counts.Successes, Failures: s.Counts.Failures,
 				Exclusions: s.Counts.Exclusions, ConsecutiveFailures: s.Counts.ConsecutiveFailures,
-				ShortCircuits: s.Counts.ShortCircuits, Trips: s.Counts.Trips,
+				ShortCircuits: s.Counts.ShortCircuits, Trips: s.Counts.Trips, ShadowRefusals: s.Counts.ShadowRefusals,
 			},
+			Mode: "enforce",
 		}
 		if !s.Since.IsZero() {
 			dep.InStateSeconds = max(0, now.Sub(s.Since).Seconds())
@@ -115,8 +121,12 @@ func (h *Handler) Document() Document {
 			r := float64(s.Counts.Failures) / float64(n)
 			dep.FailureRate = &r
 		}
-		if p := h.reg.PolicyFor(s.Key); !p.DisableFailureRate {
+		p := h.reg.PolicyFor(s.Key)
+		if !p.DisableFailureRate {
 			dep.FailureRateThreshold = p.FailureRate
+		}
+		if p.Shadow {
+			dep.Mode = "shadow"
 		}
 		d.Dependencies = append(d.Dependencies, dep)
 	}

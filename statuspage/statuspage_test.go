@@ -333,3 +333,26 @@ func TestMaxStreams(t *testing.T) {
 		t.Errorf("second stream = %d, want 503", resp.StatusCode)
 	}
 }
+
+func TestDocumentShowsShadowMode(t *testing.T) {
+	clk := registrytest.NewFakeClock(t0)
+	reg := registry.MustNew(registry.WithClock(clk), registry.WithPolicy("billing", registry.Policy{
+		ConsecutiveFailures: 1, Shadow: true, NoJitter: true,
+	}))
+	h, srv := newPage(t, reg)
+	b, _ := reg.Get("billing")
+	tk, _ := b.Admit()
+	tk.Done(registry.Failure)
+	for range 3 {
+		if _, d := b.Admit(); !d.Allowed || !d.Shadow {
+			t.Fatalf("shadow breaker refused: %+v", d)
+		}
+	}
+	d := h.Document().Dependencies[0]
+	if d.Mode != "shadow" || d.State != "open" || d.Counts.ShadowRefusals != 3 || d.Counts.ShortCircuits != 0 {
+		t.Errorf("dependency = %+v", d)
+	}
+	if _, body := get(t, srv.URL+"/breakers/"); !strings.Contains(body, "shadow: 3 would-be refusals") {
+		t.Error("the page does not show the shadow refusals")
+	}
+}
