@@ -82,6 +82,7 @@ type Policy struct {
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
 	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+	Shadow              *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -447,6 +448,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
+		Shadow: isTrue(p.Shadow),
 	}
 }
 
@@ -482,6 +484,7 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setD(&base.MaxOpenFor, over.MaxOpenFor)
 	setF(&base.OpenJitter, over.OpenJitter)
 	base.NoJitter = base.NoJitter || over.NoJitter
+	base.Shadow = base.Shadow || over.Shadow
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
@@ -507,6 +510,9 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	out := Merge(base, p.Registry())
 	if p.DisableFailureRate != nil {
 		out.DisableFailureRate = *p.DisableFailureRate
+	}
+	if p.Shadow != nil {
+		out.Shadow = *p.Shadow
 	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter

@@ -26,6 +26,12 @@ type Policy struct {
 	// that started more than one Window ago are not counted, so Window should
 	// be at least twice the longest call deadline of the dependency.
 	Window time.Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	// Shadow runs the breaker in shadow mode: it keeps its state machine as
+	// if it enforced (trips, holds, probes), but every call it would have
+	// refused is admitted instead and counted as a shadow refusal
+	// (Counts.ShadowRefusals, Decision.Shadow). Roll adkbreaker out with it
+	// to watch what it would do before it does it.
+	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 	// DisableFailureRate turns the failure-rate trip off; only consecutive
 	// failures trip.
 	DisableFailureRate bool `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
