@@ -116,6 +116,16 @@ func WithRemoveUnavailable() Option {
 	return optionFunc(func(s *settings) { s.cb.RemoveUnavailable = true })
 }
 
+// WithToolNote adds a standing sentence to the description of every
+// protected tool in each model request: "If this tool returns status
+// "unavailable", its service is down: do not call it again in this turn;
+// tell the user what is missing and continue without it." (degrade.ToolNote).
+// Declarations are cloned, so the note appears once however often a tool
+// hands out the same declaration. See docs/payloads.md.
+func WithToolNote() Option {
+	return optionFunc(func(s *settings) { s.cb.ToolNote = true })
+}
+
 // WithModelGuard lets BeforeModel end a turn readably when every endpoint of
 // a failover model is unavailable.
 func WithModelGuard(g callbacks.ModelGuard) Option {
