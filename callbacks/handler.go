@@ -176,12 +176,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.res = res
 	h.toolNote = cfg.ToolNote
-	h.overflow = newLogLimiter(time.Minute)
-	res.onOverflow = func(key registry.Key, err error) {
-		if h.overflow.allow(string(key), h.clock.Now()) {
-			h.log.Warn("adkbreaker: dependency left unprotected", "dependency", string(key), "error", err)
-		}
-	}
+	h.overflow = newLogLimiter(time.Minute) // unprotected.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
@@ -198,6 +193,9 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
 	bd := h.res.bind(t)
 	if bd.br == nil {
+		if bd.key != "" {
+			h.unprotected(ctx, bd.key) // unprotected.go
+		}
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
