@@ -1,19 +1,15 @@
 package spanredact_test
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
-	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
@@ -24,61 +20,9 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/internal/scripted"
+	"github.com/adkbreaker/adkbreaker/internal/spantest"
 	"github.com/adkbreaker/adkbreaker/spanredact"
 )
-
-// ADK's tracer delegates to the global tracer provider, which binds once per
-// process: the recorder installed here keeps the raw ended spans of traces
-// rooted by a test's own "test" tracer.
-var (
-	globalOnce sync.Once
-	global     *recorder
-)
-
-func installGlobal() *recorder {
-	globalOnce.Do(func() {
-		global = &recorder{roots: map[trace.TraceID]bool{}}
-		otel.SetTracerProvider(sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(global)))
-	})
-	return global
-}
-
-type recorder struct {
-	mu    sync.Mutex
-	roots map[trace.TraceID]bool
-	ended []sdktrace.ReadOnlySpan
-}
-
-func (r *recorder) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if s.InstrumentationScope().Name == "test" && !s.Parent().IsValid() {
-		r.mu.Lock()
-		r.roots[s.SpanContext().TraceID()] = true
-		r.mu.Unlock()
-	}
-}
-
-func (r *recorder) OnEnd(s sdktrace.ReadOnlySpan) {
-	r.mu.Lock()
-	if r.roots[s.SpanContext().TraceID()] {
-		r.ended = append(r.ended, s)
-	}
-	r.mu.Unlock()
-}
-
-func (r *recorder) Shutdown(context.Context) error   { return nil }
-func (r *recorder) ForceFlush(context.Context) error { return nil }
-
-func (r *recorder) trace(id trace.TraceID) []sdktrace.ReadOnlySpan {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range r.ended {
-		if s.SpanContext().TraceID() == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
 
 // Secrets the model puts in a tool's arguments, a tool (an MCP server, say)
 // returns, and a failing tool's error carries. Each is something the
@@ -110,7 +54,7 @@ type lookupArgs struct {
 // ended spans ADK recorded for the turn.
 func adkTurn(t *testing.T) []sdktrace.ReadOnlySpan {
 	t.Helper()
-	rec := installGlobal()
+	tp, rec := spantest.Global()
 	lookup, err := functiontool.New(functiontool.Config{Name: "lookup_customer", Description: "Look a customer up."},
 		func(tool.Context, lookupArgs) (map[string]any, error) {
 			return map[string]any{
@@ -151,14 +95,14 @@ func adkTurn(t *testing.T) []sdktrace.ReadOnlySpan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, root := otel.GetTracerProvider().Tracer("test").Start(t.Context(), "turn")
+	ctx, root := tp.Tracer("test").Start(t.Context(), "turn")
 	for _, err := range r.Run(ctx, "u", "s1", genai.NewContentFromText("look up and charge", genai.RoleUser), agent.RunConfig{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	root.End()
-	spans := rec.trace(root.SpanContext().TraceID())
+	spans := rec.Trace(root.SpanContext().TraceID())
 	// The test means something only if ADK really wrote the secrets.
 	raw := exported(spans)
 	for _, want := range []string{"sk-live-ABCDEF0123456789", "FAKEKEY-ZZ-998877", "ya29.FAKEfakeFAKEfake", "IGNORE PREVIOUS INSTRUCTIONS"} {

@@ -122,38 +122,35 @@ func (o *LogObserver) ShortCircuit(ctx context.Context, ev callbacks.ShortCircui
 	if ev.ThisTurn != 1 {
 		return
 	}
-	ok, suppressed := o.lim.allow(string(ev.Dependency), o.clock.Now())
-	if !ok {
-		return
-	}
-	attrs := []slog.Attr{
+	o.log(ctx, string(ev.Dependency), slog.LevelInfo, LogShortCircuit,
 		slog.String(LogKeyInvocation, ev.InvocationID),
 		slog.String(LogKeyDependency, string(ev.Dependency)),
 		slog.String(LogKeyTool, ev.Tool),
 		slog.String(LogKeyReason, string(ev.Reason)),
 		slog.Duration(LogKeyRetryAfter, ev.RetryAfter),
-	}
-	if suppressed > 0 {
-		attrs = append(attrs, slog.Int(LogKeySuppressed, suppressed))
-	}
-	o.l.LogAttrs(context.WithoutCancel(ctx), slog.LevelInfo, LogShortCircuit, attrs...)
+	)
 }
 
 // TurnEnded logs a turn BeforeModel ended with the plugin's own answer.
 func (o *LogObserver) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
-	ok, suppressed := o.lim.allow("\x00turn:"+string(ev.Reason), o.clock.Now())
-	if !ok {
-		return
-	}
-	attrs := []slog.Attr{
+	o.log(ctx, "\x00turn:"+string(ev.Reason), slog.LevelWarn, LogTurnEnded,
 		slog.String(LogKeyInvocation, ev.InvocationID),
 		slog.String(LogKeyReason, string(ev.Reason)),
 		slog.Int(LogKeyTurnTotal, ev.TurnTotal),
+	)
+}
+
+// log writes one line unless key's rate limit is spent, adding how many
+// lines for key were left out before it.
+func (o *LogObserver) log(ctx context.Context, key string, level slog.Level, msg string, attrs ...slog.Attr) {
+	ok, suppressed := o.lim.allow(key, o.clock.Now())
+	if !ok {
+		return
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int(LogKeySuppressed, suppressed))
 	}
-	o.l.LogAttrs(context.WithoutCancel(ctx), slog.LevelWarn, LogTurnEnded, attrs...)
+	o.l.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 }
 
 // logLimit allows LogBurst lines per key per LogPeriod (a fixed window
