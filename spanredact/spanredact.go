@@ -77,6 +77,15 @@ const (
 	// the pipeline, is redacted too.
 	KeyLLMRequest  = "gcp.vertex.agent.llm_request"
 	KeyLLMResponse = "gcp.vertex.agent.llm_response"
+	// The content attributes of the OpenTelemetry GenAI semantic
+	// conventions (opt-in there): model input and output messages, system
+	// instructions, tool call arguments and results, as newer
+	// instrumentations write them. ADK Go v1.7.0 does not.
+	KeyInputMessages      = "gen_ai.input.messages"
+	KeyOutputMessages     = "gen_ai.output.messages"
+	KeySystemInstructions = "gen_ai.system_instructions"
+	KeyToolCallArguments  = "gen_ai.tool.call.arguments"
+	KeyToolCallResult     = "gen_ai.tool.call.result"
 	// KeyExceptionMessage is the error text of an "exception" event
 	// (span.RecordError): ADK records a failed tool's or model call's error
 	// text verbatim.
@@ -100,6 +109,11 @@ func Defaults() map[string]Mode {
 		KeyToolResponse:        Redact,
 		KeyLLMRequest:          Redact,
 		KeyLLMResponse:         Redact,
+		KeyInputMessages:       Redact,
+		KeyOutputMessages:      Redact,
+		KeySystemInstructions:  Redact,
+		KeyToolCallArguments:   Redact,
+		KeyToolCallResult:      Redact,
 		KeyExceptionMessage:    Redact,
 		KeyStatusDescription:   Redact,
 		KeyExceptionStacktrace: Drop,
