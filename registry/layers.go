@@ -26,7 +26,10 @@ var layers = []struct {
 		func(p Policy) (time.Duration, time.Duration) { return p.Window, p.SlowCall },
 		"a call slower than the window has left it when it ends, so slow calls are never counted",
 	},
-	// probe_lease ≥ slow_call is checked in Validate itself.
+	// probe_lease ≥ slow_call is checked in Validate itself. A per-call
+	// deadline field gets two rows, e.g. for CallTimeout:
+	//   {"window", "call_timeout", func(p Policy) (time.Duration, time.Duration) { return p.Window, p.CallTimeout }, "…"},
+	//   {"probe_lease", "call_timeout", func(p Policy) (time.Duration, time.Duration) { return p.ProbeLease, p.CallTimeout }, "…"},
 }
 
 // layerErrs reports the pairs of resolved policy r whose outer duration does
