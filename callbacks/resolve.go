@@ -55,8 +55,6 @@ type resolver struct {
 	// hot path); byKey caches DependencyKeyer tools by name and key.
 	byName atomic.Pointer[map[string]*binding]
 	cache  atomic.Pointer[map[bindKey]*binding]
-
-	onOverflow func(key registry.Key, err error)
 }
 
 type pattern struct {
@@ -184,10 +182,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		br, err := r.reg.Get(key)
 		if err != nil {
 			// Over the cap or an invalid key: leave the tool unprotected
-			// rather than fail the agent, and say so.
-			if r.onOverflow != nil {
-				r.onOverflow(key, err)
-			}
+			// rather than fail the agent; BeforeTool says so, naming the run.
 			br = nil
 		}
 		b.br = br

@@ -233,6 +233,7 @@ func (s Server) Validate() error {
 	if d.OperationBudget < d.MinLeg {
 		bad("operation_budget", "must be ≥ min_leg (%s), got %s", d.MinLeg, d.OperationBudget)
 	}
+	errs = append(errs, legErrs(s)...) // layers.go: the layered-timeout rule
 	if d.Retry.Cap < d.Retry.Base {
 		bad("retry.cap", "must be ≥ retry.base (%s), got %s", d.Retry.Base, d.Retry.Cap)
 	}

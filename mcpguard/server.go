@@ -398,6 +398,9 @@ func (s *server) logAttrs(o *op, e *Error) []any {
 	if e.Tool != "" {
 		attrs = append(attrs, "tool", e.Tool)
 	}
+	if id := invocationID(o.parent); id != "" { // runid.go
+		attrs = append(attrs, "invocation_id", id)
+	}
 	if e.RetryAfter > 0 {
 		attrs = append(attrs, "retry_after", e.RetryAfter)
 	}

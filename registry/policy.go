@@ -193,6 +193,9 @@ func (p Policy) Validate() error {
 	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
 		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
 	}
+	if p.Window >= 0 && p.SlowCall >= 0 {
+		errs = append(errs, layerErrs(r)...) // layers.go: the layered-timeout rule
+	}
 	return errors.Join(errs...)
 }
 
