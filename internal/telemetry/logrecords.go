@@ -15,8 +15,8 @@ import (
 // short-circuit and ended turn is mirrored as one: the trace panel then
 // shows them under the execute_tool or invoke_agent span they belong to.
 const (
-	LogShortCircuit = "adkbreaker.short_circuit"
-	LogTurnEnded    = "adkbreaker.turn_ended"
+	RecordShortCircuit = "adkbreaker.short_circuit"
+	RecordTurnEnded    = "adkbreaker.turn_ended"
 )
 
 // SetLoggerProvider sets where the mirrored log records go. New uses the
@@ -36,12 +36,12 @@ func defaultLogger() log.Logger { return global.GetLoggerProvider().Logger(Scope
 // Every value is bounded and from configuration or a closed set: the same
 // fields as the payload the model reads, never upstream text.
 func (in *Instrumentation) logShortCircuit(ctx context.Context, ev callbacks.ShortCircuitEvent) {
-	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: LogShortCircuit}
+	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: RecordShortCircuit}
 	if !in.logger.Enabled(ctx, params) {
 		return
 	}
 	var r log.Record
-	r.SetEventName(LogShortCircuit)
+	r.SetEventName(RecordShortCircuit)
 	r.SetSeverity(log.SeverityWarn)
 	r.SetSeverityText("WARN")
 	r.SetBody(attribute.StringValue("adkbreaker short-circuited a call: the dependency is unavailable"))
@@ -57,12 +57,12 @@ func (in *Instrumentation) logShortCircuit(ctx context.Context, ev callbacks.Sho
 }
 
 func (in *Instrumentation) logTurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
-	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: LogTurnEnded}
+	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: RecordTurnEnded}
 	if !in.logger.Enabled(ctx, params) {
 		return
 	}
 	var r log.Record
-	r.SetEventName(LogTurnEnded)
+	r.SetEventName(RecordTurnEnded)
 	r.SetSeverity(log.SeverityWarn)
 	r.SetSeverityText("WARN")
 	r.SetBody(attribute.StringValue("adkbreaker ended the turn with a final answer"))
