@@ -78,6 +78,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		tp:       tp,
 		meter:    mp.Meter(ScopeName),
 		tracer:   tp.Tracer(ScopeName),
+		logger:   defaultLogger(),
 		sc:       newCache[scKey, []metric.AddOption](MaxAttributeSets),
 		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
