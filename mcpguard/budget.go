@@ -43,6 +43,7 @@ type leg struct {
 	cancel   context.CancelFunc
 	boundary Boundary
 	limit    Limit
+	end      time.Time // the leg's deadline
 	granted  time.Duration
 	hint     *hintHolder
 }
@@ -90,7 +91,7 @@ func (o *op) leg(b Boundary, legEnd time.Time, legLimit Limit) (leg, *Error) {
 	}
 	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd}
 	ctx, cancel := context.WithDeadline(context.WithValue(o.parent, hintKey{}, h), end)
-	return leg{ctx: ctx, cancel: cancel, boundary: b, limit: limit, granted: d, hint: h}, nil
+	return leg{ctx: ctx, cancel: cancel, boundary: b, limit: limit, end: end, granted: d, hint: h}, nil
 }
 
 // err returns an *Error for this operation at boundary b, with the

@@ -140,8 +140,8 @@ type Error struct {
 	// Cause is the underlying error (ErrBudgetExhausted for refusals).
 	Cause error
 
-	// payload is a bounded excerpt of the raw response, for the log line of
-	// a protocol fault only.
+	// payload is a bounded excerpt of the raw response of a protocol fault,
+	// for logs and RawPayload; never in the message.
 	payload string
 }
 
@@ -202,6 +202,13 @@ func (e *Error) BreakerOutcome() registry.Outcome {
 		return registry.Excluded
 	}
 }
+
+// RawPayload returns a bounded excerpt (at most 512 bytes, control
+// characters dropped) of the raw response behind a protocol fault, for
+// debugging and logs; empty for other errors. It is server text: never show
+// it to a model. Error does not include it, so the message ADK hands the
+// model stays free of it.
+func (e *Error) RawPayload() string { return e.payload }
 
 // RetryAfterHint returns the delay the server asked for (registry.RetryHinter).
 func (e *Error) RetryAfterHint() time.Duration { return e.RetryAfter }
