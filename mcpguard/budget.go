@@ -19,6 +19,7 @@ type op struct {
 	deadline  time.Time // start + budget
 	attempts  int
 	retries   int
+	renewed   bool          // a lost session was re-established (once per operation)
 	granted   time.Duration // of the last leg
 	tool      string
 }

@@ -28,6 +28,7 @@ const DefaultName = "mcpguard"
 // Guard between the runs of an agent, and Close it at shutdown.
 type Guard struct {
 	reg       *registry.Registry
+	clock     registry.Clock // the registry's: ages state (tool lists, retry budget, notes)
 	servers   []*server
 	log       *slog.Logger
 	rand      func() float64
@@ -123,6 +124,9 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 		errs = append(errs, errors.New("servers: at least one is required"))
 	}
 	g := &Guard{reg: reg, log: o.log, rand: o.rand, name: o.name, onBackoff: o.onBackoff}
+	if reg != nil {
+		g.clock = reg.Clock()
+	}
 	seen := map[string]int{}
 	for i, sc := range servers {
 		prefix := fmt.Sprintf("servers[%d] (%s)", i, sc.Name)
@@ -157,7 +161,7 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
 	}
-	g.invs = newInvocations(cmp.Or(o.maxInv, 4096))
+	g.invs = newInvocations(cmp.Or(o.maxInv, 4096), g.clock)
 	return g, nil
 }
 
@@ -363,8 +367,9 @@ func appendInstruction(req *model.LLMRequest, text string) {
 // oldest entry is forgotten first. ADK gives toolsets no end-of-run hook, so
 // entries also expire after invMaxAge.
 type invocations struct {
-	mu  sync.Mutex
-	max int
+	mu    sync.Mutex
+	max   int
+	clock registry.Clock
 	m   map[string]*invState // Guarded by mu.
 	seq uint64               // Guarded by mu.
 }
@@ -378,8 +383,8 @@ type invState struct {
 
 const invMaxAge = time.Hour
 
-func newInvocations(max int) *invocations {
-	return &invocations{max: max, m: make(map[string]*invState)}
+func newInvocations(max int, clock registry.Clock) *invocations {
+	return &invocations{max: max, clock: clock, m: make(map[string]*invState)}
 }
 
 func (iv *invocations) set(key string, missing []string, failed map[string]error) {
@@ -395,7 +400,7 @@ func (iv *invocations) set(key string, missing []string, failed map[string]error
 		iv.m[key] = st
 	}
 	iv.seq++
-	st.missing, st.at, st.seq = missing, time.Now(), iv.seq
+	st.missing, st.at, st.seq = missing, iv.clock.Now(), iv.seq
 	if st.failed == nil {
 		st.failed = failed
 	} else {
@@ -409,7 +414,7 @@ func (iv *invocations) evictLocked() {
 	if len(iv.m) < iv.max {
 		return
 	}
-	now := time.Now()
+	now := iv.clock.Now()
 	var oldK string
 	var oldSeq uint64
 	first := true
@@ -430,7 +435,7 @@ func (iv *invocations) evictLocked() {
 func (iv *invocations) missing(key string) []string {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	if st, ok := iv.m[key]; ok && time.Since(st.at) <= invMaxAge {
+	if st, ok := iv.m[key]; ok && iv.clock.Now().Sub(st.at) <= invMaxAge {
 		return st.missing
 	}
 	return nil
@@ -439,7 +444,7 @@ func (iv *invocations) missing(key string) []string {
 func (iv *invocations) failures(key string) map[string]error {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	if st, ok := iv.m[key]; ok && time.Since(st.at) <= invMaxAge && len(st.failed) > 0 {
+	if st, ok := iv.m[key]; ok && iv.clock.Now().Sub(st.at) <= invMaxAge && len(st.failed) > 0 {
 		out := make(map[string]error, len(st.failed))
 		for k, v := range st.failed {
 			out[k] = v

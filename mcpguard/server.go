@@ -74,7 +74,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	start := time.Now()
 	for {
 		s.mu.Lock()
-		if s.cache != nil && !s.stale && time.Since(s.cachedAt) < s.cfg.ToolsTTL {
+		if s.cache != nil && !s.stale && s.g.clock.Now().Sub(s.cachedAt) < s.cfg.ToolsTTL {
 			t := s.cache
 			s.mu.Unlock()
 			return t, nil
@@ -120,7 +120,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	s.discovering = nil
 	s.discErr = err
 	if err == nil {
-		s.cache, s.cachedAt, s.stale = ts, time.Now(), false
+		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), false
 	}
 	s.mu.Unlock()
 	close(ch)
@@ -152,11 +152,11 @@ func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error)
 	tk, d := s.br.Admit()
 	if !d.Allowed {
 		e := &UnavailableError{Server: s.cfg.Name, State: d.State, Refusal: d.Reason, RetryAfter: d.RetryAfter}
-		s.h.unavailable(BoundaryListTools)
+		s.h.unavailable(BoundaryListTools, s.g.clock.Now())
 		s.g.log.Debug("mcpguard: discovery refused by breaker", "server", s.cfg.Name, "state", d.State.String(), "retry_after", d.RetryAfter)
 		return nil, e
 	}
-	s.rb.operation(o.start)
+	s.rb.operation(s.g.clock.Now())
 	var last *Error
 	for {
 		o.attempts++
@@ -302,7 +302,7 @@ const (
 // retrying only what is safe to repeat, all within one budget.
 func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, error) {
 	o := s.newOp(ctx, BoundaryCallTool, t.remote)
-	s.rb.operation(o.start)
+	s.rb.operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	var last *Error
 	for {
@@ -351,7 +351,21 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 // retry decides whether to try again after e and waits the backoff. safe
 // says the operation may be repeated at all.
 func (s *server) retry(o *op, e *Error, safe bool) bool {
-	if !safe || !e.retryable() || o.attempts >= s.cfg.Retry.MaxAttempts {
+	if !safe || !e.retryable() {
+		return false
+	}
+	if e.Reason == ReasonSessionMissing && !o.renewed {
+		// The server answered that our session is gone (it restarted, or
+		// expired it): starting a new session is the protocol's next step,
+		// not a retry of a failure. It is made at once, once per operation,
+		// whatever an outage spent of the retry budget or of MaxAttempts, so
+		// that the first operation after a restart is not failed (and, as a
+		// half-open probe, does not double the breaker's hold) for want of a
+		// budget the outage used up.
+		o.renewed = true
+		return o.parent.Err() == nil
+	}
+	if o.attempts >= s.cfg.Retry.MaxAttempts {
 		return false
 	}
 	delay := e.RetryAfter
@@ -362,7 +376,7 @@ func (s *server) retry(o *op, e *Error, safe bool) bool {
 	if !o.fits(delay) {
 		return false
 	}
-	if !s.rb.tryRetry(time.Now()) {
+	if !s.rb.tryRetry(s.g.clock.Now()) {
 		s.g.log.Debug("mcpguard: retry budget spent", "server", s.cfg.Name, "operation", string(o.operation))
 		return false
 	}

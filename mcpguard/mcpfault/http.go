@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +19,7 @@ import (
 type httpState struct {
 	ts         *httptest.Server
 	refusedURL string
+	handler    atomic.Pointer[http.Handler] // the go-sdk's handler; replaced by RestartHTTP
 }
 
 func (h *httpState) close() {
@@ -33,11 +35,43 @@ func (s *Server) StartHTTP() string {
 	if s.web != nil {
 		return s.web.ts.URL
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+	web := &httpState{refusedURL: refusedURL()}
+	web.handler.Store(s.streamableHandler())
+	web.ts = httptest.NewServer(s.httpFaults(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*web.handler.Load()).ServeHTTP(w, r)
+	})))
+	s.web = web
+	return web.ts.URL
+}
+
+func (s *Server) streamableHandler() *http.Handler {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{JSONResponse: true})
-	ts := httptest.NewServer(s.httpFaults(h))
-	s.web = &httpState{ts: ts, refusedURL: refusedURL()}
-	return ts.URL
+	return &h
+}
+
+// RestartHTTP simulates a restart of the HTTP server on the same address:
+// every session is forgotten (requests that name one get HTTP 404, as the
+// MCP spec requires) and open client connections are closed. Executions and
+// request counts are kept.
+func (s *Server) RestartHTTP() {
+	s.mu.Lock()
+	web := s.web
+	inProcess := make(map[*mcp.ServerSession]bool, len(s.sessions))
+	for _, ss := range s.sessions {
+		inProcess[ss] = true
+	}
+	s.mu.Unlock()
+	if web == nil {
+		return
+	}
+	web.handler.Store(s.streamableHandler())
+	web.ts.CloseClientConnections()
+	for ss := range s.srv.Sessions() {
+		if !inProcess[ss] {
+			_ = ss.Close() // the old process's sessions end with it
+		}
+	}
 }
 
 // refusedURL returns a loopback URL nothing listens on.
