@@ -370,8 +370,8 @@ type invocations struct {
 	mu    sync.Mutex
 	max   int
 	clock registry.Clock
-	m   map[string]*invState // Guarded by mu.
-	seq uint64               // Guarded by mu.
+	m     map[string]*invState // Guarded by mu.
+	seq   uint64               // Guarded by mu.
 }
 
 type invState struct {
