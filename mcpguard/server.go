@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -24,6 +25,11 @@ type server struct {
 	allow map[string]bool // nil: every tool
 	idem  map[string]bool
 	h     health
+	// callsFailing is set while the server's last counted tools/call failed:
+	// a discovery then proves only that the server is reachable, and is
+	// reported excluded, so that it neither closes a breaker that calls
+	// opened (resetting its backoff) nor resets the count of failing calls.
+	callsFailing atomic.Bool
 
 	mu          sync.Mutex
 	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
@@ -166,7 +172,11 @@ func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error)
 			tools, e = s.list(o, sess, gc)
 		}
 		if e == nil {
-			tk.Done(registry.Success)
+			out := registry.Success
+			if s.callsFailing.Load() {
+				out = registry.Excluded // reachable, but only a call may say its calls work
+			}
+			tk.Done(out)
 			s.h.record(o, ClassOK, "", "", len(tools))
 			return tools, nil
 		}
@@ -319,9 +329,11 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 					l.cancel()
 					out, pe := t.convert(o, res, gc)
 					if pe != nil {
+						s.callsFailing.Store(true)
 						s.fail(o, pe)
 						return nil, pe
 					}
+					s.callsFailing.Store(false)
 					class := ClassOK
 					if res.IsError {
 						class = ClassRefused
@@ -343,6 +355,9 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 		if !s.retry(o, e, !sent || t.idempotent) {
 			break
 		}
+	}
+	if last.BreakerOutcome() == registry.Failure {
+		s.callsFailing.Store(true)
 	}
 	s.fail(o, last)
 	return nil, last
