@@ -50,7 +50,9 @@
 // breaker is open. An optional one is left out of the tool list (or served
 // from its last good list), and the toolset tells the model, once per
 // request and as data, which capability is missing
-// (degrade.CapabilityNotice, appended to the system instruction). A server
+// (degrade.CapabilityNotice, appended to the system instruction), or, when
+// its last good list is offered, that its calls may be unavailable
+// (degrade.DegradedCapabilityNotice). A server
 // that fails in the middle of a run degrades that call, not the tool list.
 //
 // # Breakers

@@ -225,7 +225,8 @@ func joinErrs(errs []error) error {
 // that cannot be reached fails it with an *Error; an optional one is left
 // out, and the toolset's ProcessRequest tells the model, once per request,
 // which capability is missing (degrade.CapabilityNotice, appended to the
-// system instruction).
+// system instruction), or which is down although its last good list is
+// offered (degrade.DegradedCapabilityNotice).
 func (g *Guard) Toolset() tool.Toolset { return (*toolset)(g) }
 
 // Health returns every server's health, in configuration order.
@@ -262,11 +263,14 @@ func (ts *toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 // the note on capabilities missing in this invocation.
 func (ts *toolset) ProcessRequest(ctx agent.ToolContext, req *model.LLMRequest) error {
 	g := (*Guard)(ts)
-	missing := g.invs.missing(invKey(ctx.InvocationID(), ctx.AgentName()))
-	if len(missing) == 0 || req == nil {
+	missing, degraded := g.invs.missing(invKey(ctx.InvocationID(), ctx.AgentName()))
+	if req == nil {
 		return nil
 	}
 	if note := degrade.CapabilityNotice(missing); note != "" {
+		appendInstruction(req, note)
+	}
+	if note := degrade.DegradedCapabilityNotice(degraded); note != "" {
 		appendInstruction(req, note)
 	}
 	return nil
@@ -299,6 +303,7 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	var (
 		out      []tool.Tool
 		missing  []string
+		degraded []string // down, but offered from the last good list
 		required []error
 		fails    map[string]error
 		names    = make(map[string]string)
@@ -317,6 +322,9 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 			}
 			continue
 		}
+		if r.err != nil && serverDown(r.err) {
+			degraded = append(degraded, s.cfg.Capability)
+		}
 		for _, t := range r.tools {
 			if owner, dup := names[t.name]; dup {
 				if _, logged := g.collisions.LoadOrStore(t.name, struct{}{}); !logged {
@@ -329,7 +337,7 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 			out = append(out, t)
 		}
 	}
-	g.invs.set(key, missing, fails)
+	g.invs.set(key, missing, degraded, fails)
 	if err := joinErrs(required); err != nil {
 		return nil, err
 	}
@@ -337,6 +345,16 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 }
 
 func invKey(inv, agentName string) string { return inv + "\x00" + agentName }
+
+// serverDown reports whether a failed discovery says the server is down (or
+// its breaker open), rather than that the caller ran out of time.
+func serverDown(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return !e.callerBound()
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
 
 // appendInstruction appends text to the request's system instruction, as
 // ADK's own toolsets do, unless it is already there.
@@ -375,7 +393,8 @@ type invocations struct {
 }
 
 type invState struct {
-	missing []string
+	missing  []string
+	degraded []string
 	failed  map[string]error
 	at      time.Time
 	seq     uint64
@@ -387,12 +406,12 @@ func newInvocations(max int, clock registry.Clock) *invocations {
 	return &invocations{max: max, clock: clock, m: make(map[string]*invState)}
 }
 
-func (iv *invocations) set(key string, missing []string, failed map[string]error) {
+func (iv *invocations) set(key string, missing, degraded []string, failed map[string]error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	st, ok := iv.m[key]
 	if !ok {
-		if len(missing) == 0 && len(failed) == 0 {
+		if len(missing) == 0 && len(degraded) == 0 && len(failed) == 0 {
 			return // nothing to remember: allocate nothing on the healthy path
 		}
 		iv.evictLocked()
@@ -400,7 +419,7 @@ func (iv *invocations) set(key string, missing []string, failed map[string]error
 		iv.m[key] = st
 	}
 	iv.seq++
-	st.missing, st.at, st.seq = missing, iv.clock.Now(), iv.seq
+	st.missing, st.degraded, st.at, st.seq = missing, degraded, iv.clock.Now(), iv.seq
 	if st.failed == nil {
 		st.failed = failed
 	} else {
@@ -432,13 +451,15 @@ func (iv *invocations) evictLocked() {
 	}
 }
 
-func (iv *invocations) missing(key string) []string {
+// missing returns the capabilities left out of the invocation's tools, and
+// those offered from a last good list while their server is down.
+func (iv *invocations) missing(key string) (missing, degraded []string) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	if st, ok := iv.m[key]; ok && iv.clock.Now().Sub(st.at) <= invMaxAge {
-		return st.missing
+		return st.missing, st.degraded
 	}
-	return nil
+	return nil, nil
 }
 
 func (iv *invocations) failures(key string) map[string]error {
