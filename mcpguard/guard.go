@@ -395,9 +395,9 @@ type invocations struct {
 type invState struct {
 	missing  []string
 	degraded []string
-	failed  map[string]error
-	at      time.Time
-	seq     uint64
+	failed   map[string]error
+	at       time.Time
+	seq      uint64
 }
 
 const invMaxAge = time.Hour
