@@ -127,3 +127,10 @@ func ExampleCapabilityNotice() {
 	// Output:
 	// Temporarily unavailable: mcp:github and mcp:jira. Their tools are not offered in this turn, so do not try to call them. Continue with the tools you have, and tell the user if part of the request cannot be done.
 }
+
+// A capability whose tools are still offered (from the last tool list that
+// could be read) while its server is down.
+func ExampleDegradedCapabilityNotice() {
+	fmt.Println(degrade.DegradedCapabilityNotice([]string{"weather forecasts"}))
+	// Output: Temporarily unavailable: weather forecasts. Their tools are still listed, but calls to them may return status unavailable; if one does, do not call it again in this turn. Continue with the tools you have, and tell the user if part of the request cannot be done.
+}

@@ -59,7 +59,10 @@
 //
 // Tools report their server's name from DependencyKey, so the adkbreaker
 // plugin admits and counts every call of a server on one breaker; discovery
-// admits and reports on the same breaker. Errors implement
+// admits and reports on the same breaker. A call the plugin did not admit
+// (no plugin on the runner) is admitted by the tool itself, so an open
+// breaker keeps calls from the server either way, and no call is counted
+// twice (registry.Admission). Errors implement
 // registry.OutcomeReporter: timeouts at our deadlines, transport faults and
 // protocol faults are failures; budget exhaustion and cancellation are
 // excluded; refusals are successes.

@@ -35,6 +35,7 @@ type Guard struct {
 	name      string
 	invs      *invocations
 	onBackoff func(server string, retry int, d time.Duration)
+	idemKey   func(ctx agent.ToolContext, t *Tool, args any) string
 
 	collisions sync.Map // declared name → struct{}: logged once
 	closeOnce  sync.Once
@@ -53,6 +54,7 @@ type options struct {
 	name      string
 	maxInv    int
 	onBackoff func(string, int, time.Duration)
+	idemKey   func(agent.ToolContext, *Tool, any) string
 	errs      []error
 }
 
@@ -97,6 +99,18 @@ func WithBackoffObserver(f func(server string, retry int, d time.Duration)) Opti
 	return optionFunc(func(o *options) { o.onBackoff = f })
 }
 
+// WithIdempotencyKeys attaches an idempotency key to tool calls: f is asked
+// once per call and a key it returns is sent in the call's _meta as
+// "idempotency-key" (MetaIdempotencyKey), identical on every attempt. A call
+// carrying a key may be retried after a fault like a tool the operator
+// listed in Server.IdempotentTools: the server is trusted to run a key once.
+// Return "" for calls (or servers) that do not honour keys; they keep the
+// at-most-once rule. Keys must be printable ASCII of at most 255 bytes;
+// others are not attached. NewIdempotencyKey makes random ones.
+func WithIdempotencyKeys(f func(ctx agent.ToolContext, t *Tool, args any) string) Option {
+	return optionFunc(func(o *options) { o.idemKey = f })
+}
+
 // New returns a Guard for servers, whose breakers live in reg (share it with
 // the adkbreaker plugin so that a server's calls and discovery are one
 // dependency). Invalid configuration returns one error listing every
@@ -123,7 +137,7 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 	if len(servers) == 0 {
 		errs = append(errs, errors.New("servers: at least one is required"))
 	}
-	g := &Guard{reg: reg, log: o.log, rand: o.rand, name: o.name, onBackoff: o.onBackoff}
+	g := &Guard{reg: reg, log: o.log, rand: o.rand, name: o.name, onBackoff: o.onBackoff, idemKey: o.idemKey}
 	if reg != nil {
 		g.clock = reg.Clock()
 	}

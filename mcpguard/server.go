@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/adk/agent"
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -314,6 +315,12 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 	o := s.newOp(ctx, BoundaryCallTool, t.remote)
 	s.rb.operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	keyed := false
+	if tc, ok := ctx.(agent.ToolContext); ok && s.g.idemKey != nil {
+		if k := s.g.idemKey(tc, t, args); validIdempotencyKey(k) {
+			params.Meta, keyed = mcp.Meta{MetaIdempotencyKey: k}, true // the same key on every attempt
+		}
+	}
 	var last *Error
 	for {
 		o.attempts++
@@ -351,8 +358,9 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 			s.conn.drop(sess)
 		}
 		// A request that may have reached the server is repeated only for
-		// tools the operator declared idempotent; the handshake always may be.
-		if !s.retry(o, e, !sent || t.idempotent) {
+		// tools the operator declared idempotent, or calls carrying an
+		// idempotency key; the handshake always may be.
+		if !s.retry(o, e, !sent || t.idempotent || keyed) {
 			break
 		}
 	}
