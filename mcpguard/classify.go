@@ -43,6 +43,12 @@ func (o *op) failure(l leg, err error, gc *guardConn) *Error {
 		}
 		return e
 	case l.ctx != nil && l.ctx.Err() != nil:
+		if d, ok := context.Cause(l.ctx).(*retryDeclined); ok {
+			// The server asked for more time than the leg had: its hint,
+			// declined at once, not a timeout.
+			e.Class, e.Reason, e.RetryAfter, e.Cause = ClassFault, ReasonRetryDeclined, d.wait, d
+			return e
+		}
 		if l.callerBound(o.parent) {
 			// The leg could not have ended later than the caller's own
 			// deadline: whichever timer fired first, the run ran out of

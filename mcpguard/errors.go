@@ -95,6 +95,11 @@ const (
 	ReasonToolNotListed     Reason = "tool_not_listed"
 	ReasonBudgetExhausted   Reason = "budget_exhausted"
 	ReasonCancelled         Reason = "cancelled"
+
+	// ReasonRetryDeclined: the server ended an SSE stream asking (retry:)
+	// for a wait before resuming it longer than the operation had left; the
+	// wait was declined at once. Error.RetryAfter holds the requested wait.
+	ReasonRetryDeclined Reason = "retry_declined"
 )
 
 // ErrBudgetExhausted matches (errors.Is) an *Error for an operation that
@@ -172,6 +177,11 @@ func (e *Error) Error() string {
 	case ClassProtocol:
 		fmt.Fprintf(&b, "%s returned an invalid response (%s)", e.Boundary, e.Reason)
 	default:
+		if d, ok := e.Cause.(*retryDeclined); ok && e.Reason == ReasonRetryDeclined {
+			fmt.Fprintf(&b, "%s: the server asked to wait %s before resuming its stream, more than the %s left of the operation (budget %s); declined",
+				e.Boundary, d.wait, d.left.Round(time.Millisecond), e.Budget)
+			break
+		}
 		fmt.Fprintf(&b, "%s failed (%s)", e.Boundary, e.Reason)
 	}
 	if e.Tool != "" {

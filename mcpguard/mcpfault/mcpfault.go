@@ -130,6 +130,13 @@ type Config struct {
 	// RetryAfter, for Flapping over HTTP, is sent as the Retry-After header
 	// of the 503 a failing call gets. If 0, none.
 	RetryAfter time.Duration
+	// StreamRetry, over HTTP, answers every tools/call on an SSE stream that
+	// the server ends at once after a priming event (an id and no data)
+	// carrying this SSE "retry:" value, verbatim ("86400000" asks the client
+	// to wait a day before resuming; "0", "abc" and "-5" are unusable
+	// values). The tool runs; its answer is served when the client resumes
+	// the stream (GET with Last-Event-ID). Empty: off.
+	StreamRetry string
 	// Latency delays messages by method, whatever the mode: on the
 	// in-process transport the client's write of that method takes this
 	// long (so "notifications/initialized" can cost the client time), over
