@@ -34,14 +34,18 @@
 //
 // The handshake and the tool list are retried. A tools/call that may have
 // reached the server is retried only for tools in Server.IdempotentTools
-// (or, for a Trusted server, tools it annotates idempotentHint): any other
-// call is sent at most once by this layer. Refusals, argument-validation
+// (or, for a Trusted server, tools it annotates idempotentHint), or when it
+// carries an idempotency key in its _meta (WithIdempotencyKeys; the same
+// key on every attempt): any other call is sent at most once by this layer.
+// A session the server lost (HTTP 404) is re-established once per
+// operation without spending the retry budget. Refusals, argument-validation
 // failures and isError results are answers: never retried, counted as
 // successes. Backoff is full jitter from an injectable source (WithRand),
 // bounded by the remaining budget, and a per-server retry budget caps
 // retries to a fraction of operations. A delay the server asks for
 // (Retry-After, through HTTPClient) is waited out exactly, or the retry is
-// not made.
+// not made; likewise an SSE retry: that does not fit what is left of the
+// operation is declined at once (ReasonRetryDeclined).
 //
 // # Optional and required servers
 //

@@ -54,7 +54,8 @@ func (t *Tool) RemoteName() string { return t.remote }
 
 // Idempotent reports whether a call may be retried after a fault: the
 // operator listed it in Server.IdempotentTools, or the server is Trusted and
-// annotated it idempotentHint.
+// annotated it idempotentHint. (A call that carries an idempotency key,
+// WithIdempotencyKeys, may be retried as well.)
 func (t *Tool) Idempotent() bool { return t.idempotent }
 
 // MetaIdempotencyKey is the _meta field of a tools/call that carries its
