@@ -76,8 +76,10 @@ func TestRunDeadlineNotChargedRealTime(t *testing.T) {
 	}{{"call", mcpfault.SlowCall, "echo"}, {"discovery", mcpfault.SlowList, ""}} {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := testRegistry(t)
+			var logs logBuf
 			fs, g, done := httpSetupReg(t, reg, mcpfault.Config{Delay: 500 * time.Millisecond},
-				mcpguard.Server{Name: "slow", ToolsTTL: time.Millisecond, MinLeg: 10 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}})
+				mcpguard.Server{Name: "slow", ToolsTTL: time.Millisecond, MinLeg: 10 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}},
+				mcpguard.WithLogger(newLogger(&logs)))
 			defer done()
 			if err := g.Start(t.Context()); err != nil {
 				t.Fatal(err)
@@ -91,7 +93,8 @@ func TestRunDeadlineNotChargedRealTime(t *testing.T) {
 			}
 			br, _ := reg.Lookup("slow")
 			if c := br.Counts(); c.Failures != 0 || br.State() != registry.StateClosed {
-				t.Errorf("after %d turns under a 100ms run deadline: counts = %+v, state %s; want no failure charged", turns, c, br.State())
+				t.Errorf("after %d turns under a 100ms run deadline: counts = %+v, state %s; want no failure charged; failures logged:\n%s",
+					turns, c, br.State(), strings.Join(logs.lines("operation failed"), "\n"))
 			}
 			if n := fs.Requests(map[string]string{"call": "tools/call", "discovery": "tools/list"}[tc.name]); n == 0 {
 				t.Errorf("the server saw %d requests: the test did not exercise the path", n)
@@ -129,4 +132,33 @@ func TestProtocolErrorRawPayload(t *testing.T) {
 			t.Errorf("the model saw %s", seen)
 		}
 	})
+}
+
+// TestHTTPSessionKeptAfterTimeout: over streamable HTTP a call whose leg
+// times out ends its own request and nothing else: the session is kept (the
+// server is slow, not broken), so the next operation neither pays a
+// handshake nor fails on a connection our own deadline closed under it.
+func TestHTTPSessionKeptAfterTimeout(t *testing.T) {
+	fs, g, done := httpSetup(t, mcpfault.Config{Delay: 500 * time.Millisecond},
+		mcpguard.Server{Name: "slow", CallTimeout: 100 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}})
+	defer done()
+	tools, err := discover(t, t.Context(), g, "inv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fs.SetMode(mcpfault.SlowCall)
+	_, err = tools["echo"].Run(newToolCtx(t.Context()), map[string]any{"text": "x"})
+	if e := asError(t, err); e.Class != mcpguard.ClassTimeout {
+		t.Fatalf("error = %+v, want a call timeout", e)
+	}
+	if !g.Health()[0].Connected {
+		t.Error("the session was closed by the call's own deadline")
+	}
+	fs.SetMode(mcpfault.None)
+	if out, err := tools["echo"].Run(newToolCtx(t.Context()), map[string]any{"text": "y"}); err != nil || out[mcpguard.KeyOutput] != "y" {
+		t.Fatalf("next call: out=%v err=%v", out, err)
+	}
+	if n := fs.Requests("initialize"); n != 1 {
+		t.Errorf("initialize requests = %d, want 1: the next call paid a handshake", n)
+	}
 }
