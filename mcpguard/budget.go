@@ -21,6 +21,7 @@ type op struct {
 	retries   int
 	granted   time.Duration // of the last leg
 	tool      string
+	tel       opTel // trace.go: the operation's span
 }
 
 func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {

@@ -52,6 +52,7 @@ type options struct {
 	name      string
 	maxInv    int
 	onBackoff func(string, int, time.Duration)
+	tel       telOptions // trace.go
 	errs      []error
 }
 
@@ -153,6 +154,9 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 			continue
 		}
 		g.servers = append(g.servers, newServer(g, cfg, br))
+	}
+	if err := g.initTelemetry(o.tel); err != nil { // trace.go
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
