@@ -3,6 +3,7 @@ package config
 import (
 	"maps"
 	"net/url"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -102,30 +103,7 @@ func (c *File) validateMCP(defaultsValid bool) problems {
 				ps.add(hp, "want the name of an environment variable (like NOTES_MCP_TOKEN) that holds the value, not the value; got a %d-byte value that is not a variable name", len(v))
 			}
 		}
-		for _, d := range []struct {
-			field string
-			v     Duration
-		}{
-			{"connect_timeout", s.ConnectTimeout}, {"discovery_timeout", s.DiscoveryTimeout},
-			{"call_timeout", s.CallTimeout}, {"operation_budget", s.OperationBudget},
-			{"min_leg", s.MinLeg}, {"tools_ttl", s.ToolsTTL},
-			{"retry.base", s.Retry.Base}, {"retry.cap", s.Retry.Cap}, {"retry.budget_window", s.Retry.BudgetWindow},
-		} {
-			if d.v < 0 {
-				ps.add(p+"."+d.field, "must be ≥ 0, got %s", time.Duration(d.v))
-			}
-		}
-		for _, n := range []struct {
-			field string
-			v     int
-		}{
-			{"max_tools", s.MaxTools}, {"max_pages", s.MaxPages}, {"max_result_bytes", s.MaxResultBytes},
-			{"retry.max_attempts", s.Retry.MaxAttempts}, {"retry.budget_min", s.Retry.BudgetMin},
-		} {
-			if n.v < 0 {
-				ps.add(p+"."+n.field, "must be ≥ 0, got %d", n.v)
-			}
-		}
+		nonNegative(&ps, p, reflect.ValueOf(s))
 		if r := s.Retry.BudgetRatio; r < 0 || r > 1 {
 			ps.add(p+".retry.budget_ratio", "must be in [0, 1], got %v", r)
 		} else if r != 0 && s.Retry.NoBudgetRatio {
@@ -198,44 +176,34 @@ func validateMCPURL(path, raw string) []Problem {
 
 // validHeaderName accepts an RFC 9110 token.
 func validHeaderName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return bytesIn(s, func(c byte) bool { return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 })
 }
 
 // validEnvName accepts a POSIX environment variable name.
 func validEnvName(s string) bool {
-	if s == "" || len(s) > 128 || s[0] >= '0' && s[0] <= '9' {
+	return bytesIn(s, func(c byte) bool { return isAlnum(c) || c == '_' }) && !(s[0] >= '0' && s[0] <= '9')
+}
+
+// validMCPToolName accepts MCP tool names: 1-128 of [A-Za-z0-9_.-].
+func validMCPToolName(s string) bool {
+	return bytesIn(s, func(c byte) bool { return isAlnum(c) || c == '_' || c == '.' || c == '-' })
+}
+
+// bytesIn reports whether s holds 1–128 bytes, each accepted by ok.
+func bytesIn(s string, ok func(byte) bool) bool {
+	if s == "" || len(s) > 128 {
 		return false
 	}
 	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+		if !ok(s[i]) {
 			return false
 		}
 	}
 	return true
 }
 
-// validMCPToolName accepts MCP tool names: 1-128 of [A-Za-z0-9_.-].
-func validMCPToolName(s string) bool {
-	if s == "" || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_' || c == '.' || c == '-') {
-			return false
-		}
-	}
-	return true
+func isAlnum(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9'
 }
 
 // ownPolicy is the policy the file sets for a breaker key: a dependency's or
@@ -248,4 +216,22 @@ func (c *File) ownPolicy(name string) *Policy {
 		return s.Policy
 	}
 	return nil
+}
+
+// nonNegative reports every negative integer or duration of the struct v
+// (and of its struct fields), by field path: no number of an MCP server may
+// be negative.
+func nonNegative(ps *problems, path string, v reflect.Value) {
+	for i := range v.NumField() {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("yaml"), ",")
+		fp := join(path, name)
+		switch f := v.Field(i); {
+		case f.Type() == durationType && f.Int() < 0:
+			ps.add(fp, "must be ≥ 0, got %s", time.Duration(f.Int()))
+		case f.Kind() == reflect.Int && f.Int() < 0:
+			ps.add(fp, "must be ≥ 0, got %d", f.Int())
+		case f.Kind() == reflect.Struct && f.Type() != durationType:
+			nonNegative(ps, fp, f)
+		}
+	}
 }

@@ -1,6 +1,7 @@
 package mcpguard
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
@@ -164,15 +165,8 @@ func validHeaderValue(v string) bool {
 // requests carry headers. The values are set on each outgoing request only;
 // they are never formatted into an error or a log line.
 func withHeaders(client *http.Client, headers http.Header) *http.Client {
-	if client == nil {
-		client = http.DefaultClient
-	}
-	c := *client
-	rt := c.Transport
-	if rt == nil {
-		rt = http.DefaultTransport
-	}
-	c.Transport = &headerTransport{inner: rt, headers: headers}
+	c := *cmp.Or(client, http.DefaultClient)
+	c.Transport = &headerTransport{inner: cmp.Or[http.RoundTripper](c.Transport, http.DefaultTransport), headers: headers}
 	return &c
 }
 
