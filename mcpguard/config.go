@@ -2,8 +2,10 @@ package mcpguard
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"maps"
 	"net/http"
 	"os"
@@ -27,10 +29,11 @@ import (
 //
 // Header values are read from the environment variables the file names,
 // now; an unset or empty variable is an error. Values never appear in
-// errors, logs or spans. Every problem is reported at once, as a
-// *config.Error whose paths name the file's fields.
+// errors, and the guard removes them from its log lines and spans should a
+// server echo one back in an error. Every problem is reported at once, as
+// a *config.Error whose paths name the file's fields.
 func FromConfig(reg *registry.Registry, f *config.File, opts ...Option) (*Guard, error) {
-	servers, err := ServersFromConfig(f, nil)
+	servers, secrets, err := serversFromConfig(f, nil)
 	if err != nil {
 		return nil, err
 	}
@@ -46,7 +49,87 @@ func FromConfig(reg *registry.Registry, f *config.File, opts ...Option) (*Guard,
 			return nil, fmt.Errorf("mcpguard: %w", &config.Error{Problems: ps})
 		}
 	}
-	return New(reg, servers, opts...)
+	g, err := New(reg, servers, opts...)
+	if err != nil {
+		return nil, err
+	}
+	g.scrubSecrets(secrets)
+	return g, nil
+}
+
+// scrubSecrets removes the servers' header values from the guard's log
+// lines and spans, should a server echo a credential in an error.
+func (g *Guard) scrubSecrets(byServer map[string][]string) {
+	var all []string
+	for _, s := range g.servers {
+		if s.tel != nil {
+			s.tel.secrets = byServer[s.cfg.Name]
+		}
+		all = append(all, byServer[s.cfg.Name]...)
+	}
+	if len(all) > 0 {
+		g.log = slog.New(&scrubHandler{inner: g.log.Handler(), secrets: all})
+	}
+}
+
+// scrub replaces every secret in s.
+func scrub(s string, secrets []string) string {
+	for _, v := range secrets {
+		if v != "" && strings.Contains(s, v) {
+			s = strings.ReplaceAll(s, v, "[redacted]")
+		}
+	}
+	return s
+}
+
+// scrubHandler removes secrets from every string a log record carries.
+type scrubHandler struct {
+	inner   slog.Handler
+	secrets []string
+}
+
+func (h *scrubHandler) Enabled(ctx context.Context, l slog.Level) bool {
+	return h.inner.Enabled(ctx, l)
+}
+
+func (h *scrubHandler) Handle(ctx context.Context, r slog.Record) error {
+	out := slog.NewRecord(r.Time, r.Level, scrub(r.Message, h.secrets), r.PC)
+	r.Attrs(func(a slog.Attr) bool {
+		out.AddAttrs(h.attr(a))
+		return true
+	})
+	return h.inner.Handle(ctx, out)
+}
+
+func (h *scrubHandler) attr(a slog.Attr) slog.Attr {
+	switch v := a.Value.Resolve(); v.Kind() {
+	case slog.KindString:
+		return slog.String(a.Key, scrub(v.String(), h.secrets))
+	case slog.KindAny:
+		if s := fmt.Sprint(v.Any()); scrub(s, h.secrets) != s {
+			return slog.String(a.Key, scrub(s, h.secrets))
+		}
+	case slog.KindGroup:
+		as := v.Group()
+		out := make([]any, len(as))
+		for i, x := range as {
+			out[i] = h.attr(x)
+		}
+		return slog.Group(a.Key, out...)
+	}
+	return a
+}
+
+func (h *scrubHandler) WithAttrs(as []slog.Attr) slog.Handler {
+	out := make([]slog.Attr, len(as))
+	for i, a := range as {
+		out[i] = h.attr(a)
+	}
+	return &scrubHandler{inner: h.inner.WithAttrs(out), secrets: h.secrets}
+}
+
+func (h *scrubHandler) WithGroup(name string) slog.Handler {
+	return &scrubHandler{inner: h.inner.WithGroup(name), secrets: h.secrets}
 }
 
 // ServersFromConfig returns the Servers of a configuration file's
@@ -58,17 +141,27 @@ func FromConfig(reg *registry.Registry, f *config.File, opts ...Option) (*Guard,
 // Besides the file's own validation, every server is held to
 // Server.Validate (rules that depend on mcpguard's defaults, such as legs
 // of at least min_leg); all problems are returned at once as a
-// *config.Error. Header values never appear in it.
+// *config.Error. Header values never appear in it. (Unlike FromConfig, a
+// Guard built from these servers with New does not know the values, so it
+// cannot remove them from text a server echoes.)
 func ServersFromConfig(f *config.File, client *http.Client) ([]Server, error) {
+	servers, _, err := serversFromConfig(f, client)
+	return servers, err
+}
+
+// serversFromConfig is ServersFromConfig that also returns the header
+// values it read, by server.
+func serversFromConfig(f *config.File, client *http.Client) ([]Server, map[string][]string, error) {
 	if f == nil {
-		return nil, errors.New("mcpguard: config: must not be nil")
+		return nil, nil, errors.New("mcpguard: config: must not be nil")
 	}
 	if err := f.Validate(); err != nil {
-		return nil, fmt.Errorf("mcpguard: %w", err)
+		return nil, nil, fmt.Errorf("mcpguard: %w", err)
 	}
 	var (
-		ps  []config.Problem
-		out []Server
+		ps      []config.Problem
+		out     []Server
+		secrets = map[string][]string{}
 	)
 	for _, name := range slices.Sorted(maps.Keys(f.MCPServers)) {
 		c := f.MCPServers[name]
@@ -84,6 +177,7 @@ func ServersFromConfig(f *config.File, client *http.Client) ([]Server, error) {
 				ps = append(ps, config.Problem{Path: p + ".header_env." + pathSeg(h), Message: fmt.Sprintf("environment variable %s does not hold a valid header value (control characters)", env)})
 			default:
 				headers.Set(h, v)
+				secrets[name] = append(secrets[name], v)
 			}
 		}
 		s := serverFromConfig(name, c)
@@ -98,9 +192,9 @@ func ServersFromConfig(f *config.File, client *http.Client) ([]Server, error) {
 		out = append(out, s)
 	}
 	if len(ps) > 0 {
-		return nil, fmt.Errorf("mcpguard: %w", &config.Error{Problems: ps})
+		return nil, nil, fmt.Errorf("mcpguard: %w", &config.Error{Problems: ps})
 	}
-	return out, nil
+	return out, secrets, nil
 }
 
 // serverFromConfig is the policy of a configured server, without Dial.

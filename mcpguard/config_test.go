@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/adkbreaker/adkbreaker/config"
@@ -30,6 +31,11 @@ func authServer(t *testing.T, want string) (url string, unauthorized *atomic.Int
 	srv.AddTool(&mcp.Tool{Name: "echo", InputSchema: map[string]any{"type": "object", "properties": map[string]any{"text": map[string]any{"type": "string"}}}},
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(req.Params.Arguments)}}}, nil
+		})
+	srv.AddTool(&mcp.Tool{Name: "whoami", InputSchema: map[string]any{"type": "object"}},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			// A careless server that echoes the credential in an error.
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "no user for " + req.Extra.Header.Get("Authorization")}
 		})
 	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, &mcp.StreamableHTTPOptions{JSONResponse: true})
 	unauthorized = &atomic.Int64{}
@@ -108,6 +114,41 @@ func TestFromConfigLoopback(t *testing.T) {
 		}
 		if n := unauthorized.Load(); n != 0 {
 			t.Errorf("%d requests without the header", n)
+		}
+	})
+
+	t.Run("echoed credential", func(t *testing.T) {
+		// The value has no "Bearer" for redact.Text to recognise: only
+		// FromConfig's knowledge of it keeps it out of logs and spans.
+		const raw = "s3cr3t-raw-0123456789"
+		url, _ := authServer(t, raw)
+		f := writeConfig(t, fmt.Sprintf(notesConfig, url))
+		reg := registry.MustNew(f.RegistryOptions()...)
+		t.Setenv("NOTES_MCP_AUTHORIZATION", raw)
+		ctx, rec := tracedContext(t)
+		var logs logBuf
+		g, err := mcpguard.FromConfig(reg, f, mcpguard.WithLogger(newLogger(&logs)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer g.Close()
+		out := runTurn(t, ctx, reg, g, &scriptedLLM{Call: "notes_whoami", Args: map[string]any{}})
+		if out.err != nil {
+			t.Fatal(out.err)
+		}
+		var seen []string
+		seen = append(seen, logs.String(), fmt.Sprint(out.fnResp))
+		for _, s := range rec.Ended() {
+			for _, kv := range s.Attributes() {
+				seen = append(seen, kv.Value.Emit())
+			}
+		}
+		all := strings.Join(seen, "\n")
+		if !strings.Contains(all, "no user for [redacted]") {
+			t.Errorf("the server's error is not in the log and spans, scrubbed:\n%s", all)
+		}
+		if strings.Contains(all, raw) {
+			t.Errorf("the credential leaked:\n%s", all)
 		}
 	})
 

@@ -109,6 +109,15 @@ type serverTel struct {
 	names  [nOps]string            // span names
 	sets   [nOps][nClasses]attrSet // metric attributes by operation and class
 	dialed atomic.Bool             // a handshake has succeeded before: later ones are reconnects
+	// secrets are values (header credentials) removed from text before it
+	// reaches a span, should the server echo them (FromConfig sets them).
+	secrets []string
+}
+
+// cause is e's cause as a span may carry it: without the server's
+// credentials, sanitised and bounded by redact.Text.
+func (st *serverTel) cause(e *Error) string {
+	return redact.Text(scrub(e.Cause.Error(), st.secrets), maxCauseBytes)
 }
 
 // initTelemetry gives every server its telemetry. It returns the errors of
@@ -222,7 +231,7 @@ func (o *op) end(class Class, e *Error, unavailable *UnavailableError) {
 				attrs = append(attrs, attribute.Float64(AttrRetryAfter, e.RetryAfter.Seconds()))
 			}
 			if e.Cause != nil {
-				attrs = append(attrs, attribute.String(AttrCause, redact.Text(e.Cause.Error(), maxCauseBytes)))
+				attrs = append(attrs, attribute.String(AttrCause, st.cause(e)))
 			}
 			if e.BreakerOutcome() == registry.Failure {
 				// Error() is built from configuration and closed sets only.
@@ -329,7 +338,7 @@ func (c *conn) dialTraced(o *op) (sess *mcp.ClientSession, gc *guardConn, e *Err
 				attrs = append(attrs, attribute.String(AttrLimit, string(e.Limit)))
 			}
 			if e.Cause != nil {
-				attrs = append(attrs, attribute.String(AttrCause, redact.Text(e.Cause.Error(), maxCauseBytes)))
+				attrs = append(attrs, attribute.String(AttrCause, st.cause(e)))
 			}
 			if e.BreakerOutcome() == registry.Failure {
 				span.SetStatus(codes.Error, e.Error())
