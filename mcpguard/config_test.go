@@ -16,6 +16,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/mcpguard"
@@ -125,25 +126,12 @@ func TestFromConfigLoopback(t *testing.T) {
 		f := writeConfig(t, fmt.Sprintf(notesConfig, url))
 		reg := registry.MustNew(f.RegistryOptions()...)
 		t.Setenv("NOTES_MCP_AUTHORIZATION", raw)
-		ctx, rec := tracedContext(t)
-		var logs logBuf
-		g, err := mcpguard.FromConfig(reg, f, mcpguard.WithLogger(newLogger(&logs)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
+		ctx, rec, g, logs := tracedGuard(t, reg, f)
 		out := runTurn(t, ctx, reg, g, &scriptedLLM{Call: "notes_whoami", Args: map[string]any{}})
 		if out.err != nil {
 			t.Fatal(out.err)
 		}
-		var seen []string
-		seen = append(seen, logs.String(), fmt.Sprint(out.fnResp))
-		for _, s := range rec.Ended() {
-			for _, kv := range s.Attributes() {
-				seen = append(seen, kv.Value.Emit())
-			}
-		}
-		all := strings.Join(seen, "\n")
+		all := strings.Join([]string{logs.String(), fmt.Sprint(out.fnResp), spanText(rec, "")}, "\n")
 		if !strings.Contains(all, "no user for [redacted]") {
 			t.Errorf("the server's error is not in the log and spans, scrubbed:\n%s", all)
 		}
@@ -155,27 +143,13 @@ func TestFromConfigLoopback(t *testing.T) {
 	t.Run("wrong credential", func(t *testing.T) {
 		const wrong = "Bearer wr0ng-token-9876543210"
 		t.Setenv("NOTES_MCP_AUTHORIZATION", wrong)
-		ctx, rec := tracedContext(t)
-		var logs logBuf
-		g, err := mcpguard.FromConfig(reg, f, mcpguard.WithLogger(newLogger(&logs)))
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer g.Close()
-		err = g.Start(ctx)
+		ctx, rec, g, logs := tracedGuard(t, reg, f)
+		err := g.Start(ctx)
 		var me *mcpguard.Error
 		if !errors.As(err, &me) || me.Server != "notes" {
 			t.Fatalf("Start = %v, want the server's *Error", err)
 		}
-		var seen []string
-		seen = append(seen, err.Error(), fmt.Sprintf("%+v", err), logs.String())
-		for _, s := range rec.Ended() {
-			for _, kv := range s.Attributes() {
-				seen = append(seen, kv.Value.Emit())
-			}
-			seen = append(seen, s.Status().Description)
-		}
-		all := strings.Join(seen, "\n")
+		all := strings.Join([]string{err.Error(), fmt.Sprintf("%+v", err), logs.String(), spanText(rec, "")}, "\n")
 		if !strings.Contains(all, "notes") || len(rec.Ended()) == 0 || logs.String() == "" {
 			t.Fatalf("expected an error, a log line and spans naming the server; got:\n%s", all)
 		}
@@ -185,6 +159,20 @@ func TestFromConfigLoopback(t *testing.T) {
 			}
 		}
 	})
+}
+
+// tracedGuard builds the file's guard with a log buffer, and a traced
+// context whose spans rec records.
+func tracedGuard(t *testing.T, reg *registry.Registry, f *config.File) (context.Context, *tracetest.SpanRecorder, *mcpguard.Guard, *logBuf) {
+	t.Helper()
+	ctx, rec := tracedContext(t)
+	logs := &logBuf{}
+	g, err := mcpguard.FromConfig(reg, f, mcpguard.WithLogger(newLogger(logs)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { g.Close() })
+	return ctx, rec, g, logs
 }
 
 // TestFromConfigProblems: what the file cannot check alone is checked when

@@ -254,11 +254,22 @@ func TestSpanCauseIsRedacted(t *testing.T) {
 	if !strings.Contains(cause, "db down") || !strings.Contains(cause, "[redacted]") {
 		t.Errorf("cause = %q, want the sanitised error text", cause)
 	}
+	text := spanText(rec, "mcp.")
+	for _, secret := range []string{"sk-live", "hunter2", "10.0.0.7", "IGNORE PREVIOUS"} {
+		if strings.Contains(text, secret) {
+			t.Errorf("a span carries %q: %s", secret, text)
+		}
+	}
+}
+
+// spanText returns every attribute value, event attribute value and status
+// description of the ended spans whose name starts with prefix, one per line.
+func spanText(rec *tracetest.SpanRecorder, prefix string) string {
+	var all []string
 	for _, s := range rec.Ended() {
-		if !strings.HasPrefix(s.Name(), "mcp.") {
+		if !strings.HasPrefix(s.Name(), prefix) {
 			continue
 		}
-		var all []string
 		for _, kv := range s.Attributes() {
 			all = append(all, kv.Value.Emit())
 		}
@@ -268,13 +279,8 @@ func TestSpanCauseIsRedacted(t *testing.T) {
 			}
 		}
 		all = append(all, s.Status().Description)
-		text := strings.Join(all, " ")
-		for _, secret := range []string{"sk-live", "hunter2", "10.0.0.7", "IGNORE PREVIOUS"} {
-			if strings.Contains(text, secret) {
-				t.Errorf("span %s carries %q: %s", s.Name(), secret, text)
-			}
-		}
 	}
+	return strings.Join(all, "\n")
 }
 
 // TestTelemetryOptions: nil providers are configuration errors.
