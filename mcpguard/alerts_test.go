@@ -3,7 +3,6 @@ package mcpguard_test
 import (
 	"os"
 	"os/exec"
-	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -25,28 +24,29 @@ func promName(otel, unit string, counter bool) string {
 	return n
 }
 
-// TestAlertRules keeps the alert rules of docs/mcp.md true: they use the
-// metrics' Prometheus names, and (where promtool is installed) they parse
-// and pass the unit tests in testdata/alert_rules_test.yaml: the first
-// protocol outcome alerts, a 20% fault rate alerts, a rising rate alerts.
+// TestAlertRules keeps the MCP alert rules true: docs/mcp.md shows
+// dashboards/mcp_alerts.yml as it is, the rules and the docs use the
+// metrics' Prometheus names, and (where promtool is installed) the rules
+// parse and pass their unit tests in dashboards/mcp_alerts_test.yml: the
+// first protocol outcome alerts, a 20% fault rate alerts, a rising rate
+// alerts, budget exhaustion alerts.
 func TestAlertRules(t *testing.T) {
 	b, err := os.ReadFile("../docs/mcp.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(b)
-	i := strings.Index(doc, "### Alerts")
-	m := regexp.MustCompile("(?s)```yaml\n(groups:.*?)```").FindStringSubmatch(doc[max(i, 0):])
-	if i < 0 || m == nil {
-		t.Fatal("docs/mcp.md: no alert rules under ### Alerts")
+	rb, err := os.ReadFile("../dashboards/mcp_alerts.yml")
+	if err != nil {
+		t.Fatal(err)
 	}
-	rules := m[1]
-	for _, n := range []string{
-		promName(mcpguard.MetricOperations, "{operation}", true),
-	} {
-		if !strings.Contains(rules, n) {
-			t.Errorf("the rules do not use %s", n)
-		}
+	rules := string(rb)
+	m := regexp.MustCompile("(?s)<!-- BEGIN mcp_alerts.yml[^\n]*\n```yaml\n(.*?)```\n<!-- END mcp_alerts.yml -->").FindStringSubmatch(doc)
+	if m == nil || m[1] != rules {
+		t.Errorf("docs/mcp.md does not show dashboards/mcp_alerts.yml as it is")
+	}
+	if n := promName(mcpguard.MetricOperations, "{operation}", true); !strings.Contains(rules, n) {
+		t.Errorf("the rules do not use %s", n)
 	}
 	for _, n := range []string{
 		promName(mcpguard.MetricLegDuration, "s", false) + "_bucket",
@@ -60,12 +60,12 @@ func TestAlertRules(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, stale := range regexp.MustCompile(`adkbreaker_mcp_\w+`).FindAllString(doc+string(tel), -1) {
-		switch strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(stale, "_bucket"), "_sum"), "_count") {
+	for _, name := range regexp.MustCompile(`adkbreaker_mcp_\w+`).FindAllString(doc+string(tel)+rules, -1) {
+		switch strings.TrimSuffix(strings.TrimSuffix(strings.TrimSuffix(name, "_bucket"), "_sum"), "_count") {
 		case promName(mcpguard.MetricOperations, "", true), promName(mcpguard.MetricRetries, "", true),
 			promName(mcpguard.MetricLegDuration, "s", false):
 		default:
-			t.Errorf("docs/mcp.md or docs/telemetry.md names %s, which no instrument produces", stale)
+			t.Errorf("%s is named in the docs or rules, but no instrument produces it", name)
 		}
 	}
 
@@ -73,19 +73,9 @@ func TestAlertRules(t *testing.T) {
 	if err != nil || testing.Short() {
 		t.Skip("promtool is not installed, or -short: the rules are not run")
 	}
-	dir := t.TempDir()
-	tests, err := os.ReadFile("testdata/alert_rules_test.yaml")
-	if err != nil {
-		t.Fatal(err)
-	}
-	for name, body := range map[string]string{"rules.yaml": rules, "test.yaml": string(tests)} {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o600); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, args := range [][]string{{"check", "rules", "rules.yaml"}, {"test", "rules", "test.yaml"}} {
+	for _, args := range [][]string{{"check", "rules", "mcp_alerts.yml"}, {"test", "rules", "mcp_alerts_test.yml"}} {
 		cmd := exec.CommandContext(t.Context(), promtool, args...)
-		cmd.Dir = dir
+		cmd.Dir = "../dashboards"
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Errorf("promtool %s: %v\n%s", strings.Join(args, " "), err, out)
 		}
