@@ -22,6 +22,7 @@ type op struct {
 	renewed   bool          // a lost session was re-established (once per operation)
 	granted   time.Duration // of the last leg
 	tool      string
+	tel       opTel // trace.go: the operation's span
 }
 
 func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {

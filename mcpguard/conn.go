@@ -121,7 +121,7 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 		c.dialing = ch
 		c.mu.Unlock()
 
-		s, gc, e := c.dial(o)
+		s, gc, e := c.dialTraced(o)
 
 		c.mu.Lock()
 		c.dialing = nil

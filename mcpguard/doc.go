@@ -87,6 +87,25 @@
 // operation writes one structured log line (server, operation, boundary,
 // limit, class, reason); successes write nothing.
 //
+// # Telemetry
+//
+// Every reach for a server is an OpenTelemetry span "mcp.<server>.<operation>"
+// (list_tools, call_tool) carrying adk.mcp.server, adk.mcp.operation and
+// adk.mcp.breaker, the outcome class, attempts, the last leg's granted time
+// and the budget; a tool call's span is a child of ADK's execute_tool span,
+// each handshake is a child span "mcp.<server>.connect", and each retry an
+// adk.mcp.retry event. Outcomes, retries and leg latency are counted by
+// server, operation and class (adkbreaker.mcp.operations,
+// adkbreaker.mcp.retries, adkbreaker.mcp.leg.duration). Both use the global
+// providers unless WithTracerProvider and WithMeterProvider say otherwise.
+// Text a server sent reaches a span only through redact.Text.
+//
+// # Configuration file
+//
+// FromConfig builds a Guard from the mcp_servers section of a configuration
+// file (package config), reading header values (credentials) from the
+// environment variables the file names.
+//
 // See docs/mcp.md for the policy table and a worked example of the budget,
 // and package mcpfault for a fault-injecting MCP server to test with.
 package mcpguard

@@ -55,6 +55,7 @@ type options struct {
 	maxInv    int
 	onBackoff func(string, int, time.Duration)
 	idemKey   func(agent.ToolContext, *Tool, any) string
+	tel       telOptions // trace.go
 	errs      []error
 }
 
@@ -171,6 +172,9 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 			continue
 		}
 		g.servers = append(g.servers, newServer(g, cfg, br))
+	}
+	if err := g.initTelemetry(o.tel); err != nil { // trace.go
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)

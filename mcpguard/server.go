@@ -31,6 +31,7 @@ type server struct {
 	// reported excluded, so that it neither closes a breaker that calls
 	// opened (resetting its backoff) nor resets the count of failing calls.
 	callsFailing atomic.Bool
+	tel          *serverTel // trace.go; nil until New has set it up
 
 	mu          sync.Mutex
 	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
@@ -157,10 +158,12 @@ func (s *server) lastGood(err error) ([]*Tool, error) {
 func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error) {
 	o := s.newOpAt(ctx, BoundaryListTools, "", start)
 	tk, d := s.br.Admit()
+	o.begin(d.State)
 	if !d.Allowed {
 		e := &UnavailableError{Server: s.cfg.Name, State: d.State, Refusal: d.Reason, RetryAfter: d.RetryAfter}
 		s.h.unavailable(BoundaryListTools, s.g.clock.Now())
 		s.g.log.Debug("mcpguard: discovery refused by breaker", "server", s.cfg.Name, "state", d.State.String(), "retry_after", d.RetryAfter)
+		o.end(ClassUnavailable, nil, e)
 		return nil, e
 	}
 	s.rb.operation(s.g.clock.Now())
@@ -170,7 +173,7 @@ func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error)
 		sess, gc, e := s.conn.session(o)
 		var tools []*Tool
 		if e == nil {
-			tools, e = s.list(o, sess, gc)
+			tools, e = s.listTraced(o, sess, gc)
 		}
 		if e == nil {
 			out := registry.Success
@@ -179,6 +182,7 @@ func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error)
 			}
 			tk.Done(out)
 			s.h.record(o, ClassOK, "", "", len(tools))
+			o.end(ClassOK, nil, nil)
 			return tools, nil
 		}
 		last = e
@@ -313,6 +317,7 @@ const (
 // retrying only what is safe to repeat, all within one budget.
 func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, error) {
 	o := s.newOp(ctx, BoundaryCallTool, t.remote)
+	o.beginCall()
 	s.rb.operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	keyed := false
@@ -331,12 +336,14 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 			if le != nil {
 				e = le
 			} else {
+				o.startLeg()
 				res, err := sess.CallTool(l.ctx, params)
 				if err == nil {
 					l.cancel()
 					out, pe := t.convert(o, res, gc)
 					if pe != nil {
 						s.callsFailing.Store(true)
+						o.endLeg(pe.Class)
 						s.fail(o, pe)
 						return nil, pe
 					}
@@ -345,10 +352,13 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 					if res.IsError {
 						class = ClassRefused
 					}
+					o.endLeg(class)
 					s.h.record(o, class, "", "", -1)
+					o.end(class, nil, nil)
 					return out, nil
 				}
 				e = o.failure(l, err, gc)
+				o.endLeg(e.Class)
 				l.cancel()
 				sent = !notSent(err, l.hint, gc)
 			}
@@ -405,6 +415,7 @@ func (s *server) retry(o *op, e *Error, safe bool) bool {
 	}
 	o.retries++
 	s.h.retried()
+	o.retried(e, delay)
 	if s.g.onBackoff != nil {
 		s.g.onBackoff(s.cfg.Name, o.retries-1, delay)
 	}
@@ -416,6 +427,7 @@ func (s *server) fail(o *op, e *Error) {
 	e.Elapsed = time.Since(o.start)
 	e.Attempts = max(o.attempts, 1)
 	s.h.record(o, e.Class, e.Boundary, e.Limit, -1)
+	o.end(e.Class, e, nil)
 	switch e.Class {
 	case ClassRefused:
 		return // an answer, not a failure
