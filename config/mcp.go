@@ -1,6 +1,7 @@
 package config
 
 import (
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"maps"
 	"net/url"
 	"reflect"
@@ -80,8 +81,11 @@ func (c *File) validateMCP(defaultsValid bool) problems {
 	names := slices.Sorted(maps.Keys(c.MCPServers))
 	for _, name := range names {
 		s := c.MCPServers[name]
-		p := "mcp_servers." + seg(name)
-		if !validName(name) {
+		p := "mcp_servers." + depSeg(name)
+		if err := degrade.CheckName(name); err != nil {
+			// The server name is its dependency key, shown to the model.
+			ps.add(p, "invalid server name: %v", err)
+		} else if !validName(name) {
 			ps.add(p, "invalid server name %s: use 1–128 bytes of printable text without spaces", quoteShort(name, 40))
 		}
 		ps = append(ps, validateMCPURL(p+".url", s.URL)...)
