@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"time"
 
@@ -90,6 +91,10 @@ type Config struct {
 	Observer Observer
 	// Logger receives warnings (capacity overflow). If nil, slog.Default().
 	Logger *slog.Logger
+	// ToolNote adds a standing sentence (degrade.ToolNote) to the declared
+	// description of every protected tool in each model request, so the
+	// model knows the unavailable payload before it meets one.
+	ToolNote bool
 }
 
 // Handler holds the ADK callbacks and their shared state. Its methods have
@@ -111,6 +116,10 @@ type Handler struct {
 	remove    bool
 	log       *slog.Logger
 	overflow  *logLimiter
+	toolNote  bool
+	// adm tells dependency clients sharing the registry (mcpguard) which
+	// calls this handler admitted; the registry holds it weakly.
+	adm *registry.Admission
 }
 
 // New returns a Handler. Invalid configuration returns one error listing
@@ -139,6 +148,10 @@ func New(cfg Config) (*Handler, error) {
 		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
 	}
 	for k, d := range cfg.Dependencies {
+		if err := degrade.CheckName(string(k)); err != nil {
+			errs = append(errs, fmt.Errorf("dependencies: a name %w", err))
+			continue
+		}
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}
@@ -170,13 +183,11 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.res = res
-	h.overflow = newLogLimiter(time.Minute)
-	res.onOverflow = func(key registry.Key, err error) {
-		if h.overflow.allow(string(key), h.clock.Now()) {
-			h.log.Warn("adkbreaker: dependency left unprotected", "dependency", string(key), "error", err)
-		}
-	}
+	h.toolNote = cfg.ToolNote
+	h.overflow = newLogLimiter(time.Minute) // unprotected.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
+	h.adm = registry.NewAdmission(h.admitted)
+	cfg.Registry.AddAdmission(h.adm)
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
 }
@@ -192,6 +203,9 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
 	bd := h.res.bind(t)
 	if bd.br == nil {
+		if bd.key != "" {
+			h.unprotected(ctx, bd.key) // unprotected.go
+		}
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
@@ -206,6 +220,17 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	return h.shortCircuit(ctx, bd, d, args), nil
+}
+
+// admitted reports whether call (an agent.ToolContext) is a call BeforeTool
+// admitted on key's breaker and whose outcome is still to be reported.
+func (h *Handler) admitted(call any, key registry.Key) bool {
+	ctx, ok := call.(agent.ToolContext)
+	if !ok || ctx == nil || !reflect.TypeOf(ctx).Comparable() {
+		return false // not a call this handler could have admitted (pending calls are keyed by identity)
+	}
+	k, ok := h.tix.pendingKey(ctx, ctx.FunctionCallID())
+	return ok && k == key
 }
 
 func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.Decision, args map[string]any) map[string]any {
@@ -336,6 +361,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 				return finalResponse(degrade.ModelUnavailableMessage(ra), "model_unavailable"), nil
 			}
 		}
+	}
+	if h.toolNote && req != nil && req.Config != nil {
+		h.addToolNote(req) // toolnote.go
 	}
 	if req == nil || req.Config == nil || !h.reg.AnyUnavailable() {
 		return nil, nil

@@ -8,10 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -27,6 +30,9 @@ type File struct {
 	Models map[string]ModelChain `json:"models,omitempty" yaml:"models,omitempty"`
 	// Fleet shares trips and probes between replicas through Redis.
 	Fleet *Fleet `json:"fleet,omitempty" yaml:"fleet,omitempty"`
+	// MCPServers declares MCP servers, by name (their breaker key), for
+	// mcpguard.FromConfig.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers,omitempty"`
 }
 
 // Defaults are plugin-wide settings.
@@ -81,6 +87,7 @@ type Policy struct {
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
 	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+	Shadow              *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -283,6 +290,7 @@ func (c *File) validate() problems {
 	ps = c.validateDependencies(ps, len(defErrs) == 0)
 	ps = append(ps, c.validateModels()...)
 	ps = append(ps, c.validateFleet()...)
+	ps = append(ps, c.validateMCP(len(defErrs) == 0)...) // mcp.go
 	return ps
 }
 
@@ -302,8 +310,10 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 	seen := map[string]toolRef{}
 	for _, name := range names {
 		dep := c.Dependencies[name]
-		p := "dependencies." + seg(name)
-		if !validName(name) {
+		p := "dependencies." + depSeg(name)
+		if err := degrade.CheckName(name); err != nil {
+			ps.add(p, "invalid dependency name: %v", err)
+		} else if !validName(name) {
 			ps.add(p, "invalid dependency name %s: use 1–%d bytes of printable text without spaces", quoteShort(name, 40), registry.MaxKeyLen)
 		}
 		for i, t := range dep.Tools {
@@ -324,7 +334,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 				if prev.dep == name {
 					ps.add(tp, "%q is listed twice (also tools[%d])", t, prev.i)
 				} else {
-					ps.add(tp, "%q is also mapped to dependency %q (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, prev.dep, seg(prev.dep), prev.i)
+					ps.add(tp, "%q is also mapped to dependency %s (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, depQuote(prev.dep), depSeg(prev.dep), prev.i)
 				}
 				continue
 			}
@@ -364,7 +374,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 		return toolRef{}, false
 	}
 	for _, name := range names {
-		p := "dependencies." + seg(name)
+		p := "dependencies." + depSeg(name)
 		for i, a := range c.Dependencies[name].Alternatives {
 			ap := index(p+".alternatives", i)
 			if strings.TrimSpace(a) == "" {
@@ -386,7 +396,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 // that inherited fields are involved. The override alone is not enough: a
 // zero field means "inherit", not the registry default it would mean alone.
 func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) []Problem {
-	own := splitErrs(path, c.Dependencies[name].Policy.Registry().Validate())
+	own := splitErrs(path, c.ownPolicy(name).Registry().Validate())
 	if !defaultsValid {
 		// defaults.policy is reported already; the override alone is the best
 		// judge left.
@@ -399,6 +409,24 @@ func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) [
 		}
 	}
 	return merged
+}
+
+// depSeg is seg for a dependency name, except that a name holding a
+// credential is never repeated: it becomes "[redacted]".
+func depSeg(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return seg(name)
+}
+
+// depQuote is a dependency name quoted, or "[redacted]" if it holds a
+// credential.
+func depQuote(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return strconv.Quote(name)
 }
 
 // validName reports whether a dependency name is a valid registry key made
@@ -427,6 +455,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
+		Shadow: isTrue(p.Shadow),
 	}
 }
 
@@ -462,19 +491,20 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setD(&base.MaxOpenFor, over.MaxOpenFor)
 	setF(&base.OpenJitter, over.OpenJitter)
 	base.NoJitter = base.NoJitter || over.NoJitter
+	base.Shadow = base.Shadow || over.Shadow
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
 	return base
 }
 
-// PolicyFor returns the effective policy of a dependency: the default policy
-// with the dependency's own fields applied. Fields still zero mean the
+// PolicyFor returns the effective policy of a dependency (or MCP server):
+// the default policy with its own fields applied. Fields still zero mean the
 // registry defaults (registry.Policy.WithDefaults).
 func (c *File) PolicyFor(name string) registry.Policy {
 	p := c.Defaults.Policy.Registry()
-	if d, ok := c.Dependencies[name]; ok && d.Policy != nil {
-		p = d.Policy.Apply(p)
+	if own := c.ownPolicy(name); own != nil {
+		p = own.Apply(p)
 	}
 	return p
 }
@@ -488,6 +518,9 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	if p.DisableFailureRate != nil {
 		out.DisableFailureRate = *p.DisableFailureRate
 	}
+	if p.Shadow != nil {
+		out.Shadow = *p.Shadow
+	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter
 	}
@@ -495,8 +528,8 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 }
 
 // RegistryOptions returns the registry options the file describes: the
-// default policy, the cap and the effective policy of every dependency that
-// has a policy of its own.
+// default policy, the cap and the effective policy of every dependency and
+// MCP server that has a policy of its own.
 func (c *File) RegistryOptions() []registry.Option {
 	opts := []registry.Option{registry.WithDefaultPolicy(c.Defaults.Policy.Registry())}
 	if c.Defaults.MaxBreakers > 0 {
@@ -504,6 +537,11 @@ func (c *File) RegistryOptions() []registry.Option {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Dependencies)) {
 		if c.Dependencies[name].Policy != nil {
+			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) { // mcp.go
+		if c.MCPServers[name].Policy != nil && c.Dependencies[name].Policy == nil {
 			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
 		}
 	}

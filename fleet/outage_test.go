@@ -12,8 +12,9 @@ import (
 )
 
 // admissionLatency runs n closed-path calls on every replica at once and
-// returns the p99 and worst admission (Admit + report) latency.
-func admissionLatency(t *testing.T, rs []*replica, key registry.Key, n int) (p99, worst time.Duration) {
+// returns the p99 and worst admission (Admit + report) latency, and how many
+// took at least slow.
+func admissionLatency(t *testing.T, rs []*replica, key registry.Key, n int, slow time.Duration) (p99, worst time.Duration, slowN int) {
 	t.Helper()
 	var mu sync.Mutex
 	var all []time.Duration
@@ -39,7 +40,12 @@ func admissionLatency(t *testing.T, rs []*replica, key registry.Key, n int) (p99
 	}
 	wg.Wait()
 	p99 = quantile(all, 0.99)
-	return p99, all[len(all)-1]
+	for _, d := range all {
+		if d >= slow {
+			slowN++
+		}
+	}
+	return p99, all[len(all)-1], slowN
 }
 
 // waitUntil polls cond (state driven by an external process: Redis going
@@ -112,17 +118,18 @@ func TestRedisOutages(t *testing.T) {
 		}
 	}
 	trip(t, rs, 0, "k-before", true)
-	baseP99, baseWorst := admissionLatency(t, rs, "hot", 3000)
+	baseP99, baseWorst, _ := admissionLatency(t, rs, "hot", 3000, time.Second)
 	t.Logf("admission with Redis up: p99=%v max=%v", baseP99, baseWorst)
 
 	check := func(phase string) {
 		t.Helper()
-		p99, worst := admissionLatency(t, rs, "hot", 3000)
+		p99, worst, slow := admissionLatency(t, rs, "hot", 3000, 250*time.Millisecond)
 		t.Logf("admission, %s: p99=%v max=%v", phase, p99, worst)
-		// A call that waited on Redis would take the 300ms command timeout;
-		// the p99 stays within noise of the baseline.
-		if worst >= 250*time.Millisecond || p99 > max(3*baseP99, 5*time.Millisecond) {
-			t.Fatalf("%s: admission p99 %v (baseline %v), max %v", phase, p99, baseP99, worst)
+		// Calls that waited on Redis would take the 300ms command timeout,
+		// all of them; a loaded machine stalls one now and then. The p99
+		// stays within noise of the baseline.
+		if slow > 9 || p99 > max(3*baseP99, 5*time.Millisecond) {
+			t.Fatalf("%s: admission p99 %v (baseline %v), max %v, %d of 9000 ≥ 250ms", phase, p99, baseP99, worst, slow)
 		}
 	}
 

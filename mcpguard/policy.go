@@ -80,7 +80,7 @@ type Server struct {
 	// ToolsTTL is how long a discovered tool list is reused before tools/list
 	// is asked again; a tools/list_changed notification ends it early. If 0,
 	// 5m. The last good list is also what an unreachable server's tools are
-	// served from.
+	// served from. Measured on the registry's clock.
 	ToolsTTL time.Duration
 	// NoLastGood disables serving the last good tool list when the server
 	// cannot be reached or its breaker is open; its tools are then left out.
@@ -89,9 +89,10 @@ type Server struct {
 	// MaxResultBytes caps a response's result, in bytes of JSON. A larger
 	// one is a protocol fault and nothing of it is passed on. If 0, 256 KiB.
 	MaxResultBytes int
-	// ToolErrorDetail adds a sanitised excerpt (at most 256 bytes, control,
-	// bidi and tag characters removed, secrets-looking tokens redacted) of an
-	// isError result's text to what the model sees, labelled untrusted. By
+	// ToolErrorDetail adds a sanitised excerpt (at most 256 bytes, through
+	// redact.Text: invisible characters dropped, secrets, URLs, internal
+	// addresses and instruction phrases redacted) of an isError result's
+	// text to what the model sees, labelled untrusted. By
 	// default the model gets only the fact that the tool reported an error.
 	ToolErrorDetail bool
 }
@@ -117,7 +118,8 @@ type Retry struct {
 	NoBudgetRatio bool
 	// BudgetMin retries are always allowed per BudgetWindow. If 0, 3.
 	BudgetMin int
-	// BudgetWindow is the retry budget's sliding window. If 0, 10s.
+	// BudgetWindow is the retry budget's sliding window, on the registry's
+	// clock. If 0, 10s.
 	BudgetWindow time.Duration
 }
 
@@ -232,6 +234,7 @@ func (s Server) Validate() error {
 	if d.OperationBudget < d.MinLeg {
 		bad("operation_budget", "must be ≥ min_leg (%s), got %s", d.MinLeg, d.OperationBudget)
 	}
+	errs = append(errs, legErrs(s)...) // layers.go: the layered-timeout rule
 	if d.Retry.Cap < d.Retry.Base {
 		bad("retry.cap", "must be ≥ retry.base (%s), got %s", d.Retry.Base, d.Retry.Cap)
 	}

@@ -37,6 +37,8 @@ type Registry struct {
 	n notifier
 
 	gate gateSlot // see SetProbeGate (fleet.go)
+	// adm holds the layers that admit calls ahead of the call (admission.go).
+	adm admissions
 }
 
 // Option configures New.

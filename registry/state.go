@@ -79,6 +79,12 @@ type Decision struct {
 	// At is when a refusal was decided, by the registry's clock (zero for an
 	// admitted call). Callers reuse it instead of reading the clock again.
 	At time.Time
+	// Shadow is true when a breaker in shadow mode (Policy.Shadow) would have
+	// refused the call and admitted it instead: Allowed is true, Reason,
+	// State and RetryAfter say what the refusal would have been, and the
+	// Ticket (or Reservation) is invalid, so the call's outcome is not
+	// counted — exactly as if it had been refused.
+	Shadow bool
 }
 
 // Err returns nil for an admitted call, or an *OpenError describing the refusal.

@@ -101,14 +101,17 @@ func (b *Breaker) outcomeErr(o Outcome, hint time.Duration, start time.Time) err
 	if hint > 0 {
 		b.ObserveRetryAfter(hint)
 	}
+	if o == Success && b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
+		o = Failure
+	}
 	switch o {
 	case Failure:
+		b.reported[Failure].Add(1)
 		return errFailure
 	case Excluded:
+		b.reported[Excluded].Add(1)
 		return errExcluded
 	}
-	if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
-		return errFailure
-	}
+	b.reported[Success].Add(1)
 	return nil
 }
