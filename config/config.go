@@ -34,6 +34,14 @@ type Defaults struct {
 	ShortCircuitLimit int `json:"short_circuit_limit,omitempty" yaml:"short_circuit_limit,omitempty"`
 	// TurnLimit is H (end the turn after H short-circuits). 0 means 5.
 	TurnLimit int `json:"turn_limit,omitempty" yaml:"turn_limit,omitempty"`
+	// MaxModelCalls is the turn budget in model calls per invocation: the
+	// call after the MaxModelCalls-th is answered by the plugin with a final
+	// answer. 0 means no limit.
+	MaxModelCalls int `json:"max_model_calls,omitempty" yaml:"max_model_calls,omitempty"`
+	// MaxTurnDuration is the turn budget in time per invocation, from the
+	// start of the run: the first model call at or after it is answered by
+	// the plugin with a final answer. 0 means no limit.
+	MaxTurnDuration Duration `json:"max_turn_duration,omitempty" yaml:"max_turn_duration,omitempty"`
 	// RemoveUnavailable removes unavailable tools' declarations instead of
 	// marking them.
 	RemoveUnavailable bool `json:"remove_unavailable,omitempty" yaml:"remove_unavailable,omitempty"`
@@ -262,6 +270,12 @@ func (c *File) validate() problems {
 	}
 	if d.TurnLimit < 0 {
 		ps.add("defaults.turn_limit", "must be ≥ 0, got %d", d.TurnLimit)
+	}
+	if d.MaxModelCalls < 0 {
+		ps.add("defaults.max_model_calls", "must be ≥ 0, got %d", d.MaxModelCalls)
+	}
+	if d.MaxTurnDuration < 0 {
+		ps.add("defaults.max_turn_duration", "must be ≥ 0, got %s", d.MaxTurnDuration)
 	}
 	switch {
 	case d.MaxBreakers < 0:

@@ -110,6 +110,16 @@ func WithTurnLimit(h int) Option {
 	return optionFunc(func(s *settings) { s.cb.TurnLimit = h })
 }
 
+// WithTurnBudget bounds every invocation: after maxModelCalls model calls,
+// or once maxDuration has passed since the run started (measured with the
+// registry's clock), BeforeModel answers the next model call itself with a
+// final answer saying what was unavailable, and the tool call that spent the
+// budget escalates so that a LoopAgent stops. 0 means no limit (the
+// default for both); ADK Go itself has no such cap.
+func WithTurnBudget(maxModelCalls int, maxDuration time.Duration) Option {
+	return optionFunc(func(s *settings) { s.cb.MaxModelCalls, s.cb.MaxTurnDuration = maxModelCalls, maxDuration })
+}
+
 // WithRemoveUnavailable removes unavailable tools from the model request
 // instead of marking their descriptions.
 func WithRemoveUnavailable() Option {
@@ -175,6 +185,12 @@ func (s *settings) applyFile(f *config.File) {
 	}
 	if d.TurnLimit != 0 {
 		s.cb.TurnLimit = d.TurnLimit
+	}
+	if d.MaxModelCalls != 0 {
+		s.cb.MaxModelCalls = d.MaxModelCalls
+	}
+	if d.MaxTurnDuration != 0 {
+		s.cb.MaxTurnDuration = time.Duration(d.MaxTurnDuration)
 	}
 	if d.RemoveUnavailable {
 		s.cb.RemoveUnavailable = true
@@ -318,6 +334,7 @@ func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
 		AfterToolCallback:   h.AfterTool,
 		OnToolErrorCallback: h.OnToolError,
 		BeforeModelCallback: h.BeforeModel,
+		BeforeRunCallback:   h.BeforeRun,
 		AfterRunCallback:    h.AfterRun,
 	})
 }
