@@ -128,7 +128,10 @@ func (c *contain) enter(b *Breaker, wait bool) (t track, start time.Time, res in
 	n := int64(uint32(w))
 	if c.max > 0 && n > int64(c.max) {
 		c.release()
-		if !wait || c.queueWait <= 0 || !c.waitSlot() {
+		if !wait {
+			return 0, time.Time{}, enterSaturated // the slow path decides, and counts
+		}
+		if c.queueWait <= 0 || !c.waitSlot() {
 			c.refused.Add(1)
 			return 0, time.Time{}, enterSaturated
 		}
