@@ -115,7 +115,7 @@ func (b *Breaker) newGobreakerLocked() *gb {
 		BucketPeriod: pol.Window / windowBuckets,
 		// The hold is ours: gobreaker may go half-open at once, and Breaker
 		// admits a probe only when its own hold has expired.
-		Timeout: time.Nanosecond,
+		Timeout:      time.Nanosecond,
 		ReadyToTrip:  b.shouldTrip,
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return err == errExcluded },
