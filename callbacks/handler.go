@@ -263,6 +263,8 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 		return degrade.ReasonHalfOpenBusy
 	case registry.RefusedIsolated:
 		return degrade.ReasonIsolated
+	case registry.RefusedSaturated:
+		return degrade.ReasonSaturated
 	default:
 		return degrade.ReasonCircuitOpen
 	}

@@ -70,8 +70,8 @@ type Dependency struct {
 // Policy mirrors registry.Policy with durations written as strings ("30s",
 // "1m30s") or numbers of seconds. Zero or absent fields inherit: from
 // Defaults.Policy in a dependency's policy, from the registry defaults in
-// Defaults.Policy. The two switches are pointers so that a dependency can
-// turn off what the defaults turn on (no_jitter: false).
+// Defaults.Policy. The switches are pointers so that a dependency can turn
+// off what the defaults turn on (no_jitter: false).
 type Policy struct {
 	ConsecutiveFailures int      `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
 	FailureRate         float64  `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
@@ -87,6 +87,16 @@ type Policy struct {
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
 	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+
+	CallTimeout                Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
+	DisableConsecutiveFailures *bool    `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
+	CountWindow                int      `json:"count_window,omitempty" yaml:"count_window,omitempty"`
+	SlowInFlight               Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
+	SlowInFlightFactor         float64  `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
+	SlowInFlightCalls          int      `json:"slow_in_flight_calls,omitempty" yaml:"slow_in_flight_calls,omitempty"`
+	DisableSlowInFlight        *bool    `json:"disable_slow_in_flight,omitempty" yaml:"disable_slow_in_flight,omitempty"`
+	MaxConcurrent              int      `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
+	QueueWait                  Duration `json:"queue_wait,omitempty" yaml:"queue_wait,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -438,13 +448,18 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
+		CallTimeout: time.Duration(p.CallTimeout), DisableConsecutiveFailures: isTrue(p.DisableConsecutiveFailures),
+		CountWindow: p.CountWindow, SlowInFlight: time.Duration(p.SlowInFlight), SlowInFlightFactor: p.SlowInFlightFactor,
+		SlowInFlightCalls: p.SlowInFlightCalls, DisableSlowInFlight: isTrue(p.DisableSlowInFlight),
+		MaxConcurrent: p.MaxConcurrent, QueueWait: time.Duration(p.QueueWait),
 	}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
 // Merge returns base with every non-zero field of over applied. The switches
-// (DisableFailureRate, NoJitter) are on if either has them on: a
+// (DisableFailureRate, NoJitter, DisableConsecutiveFailures,
+// DisableSlowInFlight) are on if either has them on: a
 // registry.Policy cannot say "explicitly off". Policy.Apply can.
 func Merge(base, over registry.Policy) registry.Policy {
 	setI := func(dst *int, v int) {
@@ -476,6 +491,15 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
+	setD(&base.CallTimeout, over.CallTimeout)
+	base.DisableConsecutiveFailures = base.DisableConsecutiveFailures || over.DisableConsecutiveFailures
+	setI(&base.CountWindow, over.CountWindow)
+	setD(&base.SlowInFlight, over.SlowInFlight)
+	setF(&base.SlowInFlightFactor, over.SlowInFlightFactor)
+	setI(&base.SlowInFlightCalls, over.SlowInFlightCalls)
+	base.DisableSlowInFlight = base.DisableSlowInFlight || over.DisableSlowInFlight
+	setI(&base.MaxConcurrent, over.MaxConcurrent)
+	setD(&base.QueueWait, over.QueueWait)
 	return base
 }
 
@@ -501,6 +525,12 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter
+	}
+	if p.DisableConsecutiveFailures != nil {
+		out.DisableConsecutiveFailures = *p.DisableConsecutiveFailures
+	}
+	if p.DisableSlowInFlight != nil {
+		out.DisableSlowInFlight = *p.DisableSlowInFlight
 	}
 	return out
 }

@@ -69,6 +69,14 @@ func WithClock(c registry.Clock) Option {
 	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithClock(c)) })
 }
 
+// WithHealthCheck registers a cheap health check of dependency dep (a
+// ping, a status endpoint): half-open probes run it instead of a user's
+// call, which is refused with half_open_busy until the check's timeout
+// (registry option; see registry.HealthCheck).
+func WithHealthCheck(dep registry.Key, check registry.HealthCheck) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithHealthCheck(dep, check)) })
+}
+
 // WithMaxBreakers caps the number of breakers.
 func WithMaxBreakers(n int) Option {
 	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithMaxBreakers(n)) })
@@ -239,7 +247,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 	switch {
 	case reg != nil:
 		if len(s.regOpts) > s.fileRegOpts {
-			errs = append(errs, errors.New("registry options (WithPolicy, WithDefaultPolicy, WithClock, WithMaxBreakers) cannot be combined with WithRegistry; configure the shared registry instead"))
+			errs = append(errs, errors.New("registry options (WithPolicy, WithDefaultPolicy, WithClock, WithMaxBreakers, WithHealthCheck) cannot be combined with WithRegistry; configure the shared registry instead"))
 		}
 		// A configuration file's policies must already be the shared
 		// registry's (build it with File.RegistryOptions()): never ignore

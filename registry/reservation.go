@@ -17,6 +17,7 @@ type Reservation struct {
 	done  func(error)
 	start time.Time
 	probe Ticket // valid only for half-open probes
+	tr    track  // contain bookkeeping (contain.go)
 }
 
 // Reserve is Admit for exactly-once owners. The refused path is Admit's.
@@ -41,11 +42,11 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
-	done, ok := b.allowClosed()
+	done, tr, start, _, ok := b.admitClosed(false)
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.probe = b, done, Ticket{}
+	r.b, r.done, r.probe, r.tr, r.start = b, done, Ticket{}, tr, start
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -64,7 +65,7 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
 	}
-	r.done(r.b.outcomeErr(o, hint, r.start))
+	r.done(r.b.trackedOutcome(r.tr, o, hint, r.start))
 }
 
 // Closed reports, without locking, whether the breaker is closed right now.
