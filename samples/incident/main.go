@@ -37,7 +37,7 @@ func main() {
 }
 
 func mainErr(w io.Writer, mode, svgPath string) error {
-	results, err := runAll(mode)
+	results, err := runAll(mode, variants)
 	if err != nil {
 		return err
 	}

@@ -54,16 +54,18 @@ type variant struct {
 
 // seedPolicy is seed 002's breaker: "50% error rate over a 20-call window,
 // 30-second cool-down, 5-second tool timeout, bulkhead of 20 concurrent
-// calls", one probe every 30 seconds.
+// calls", the rate gate alone. Everything else — the probe schedule
+// (growing holds from the 30 s cool-down, capped at 1 minute, with jitter)
+// and the in-flight slowness detector among it — is the library's default.
 func seedPolicy() registry.Policy {
 	return registry.Policy{
-		FailureRate:         0.5,
-		MinCalls:            20,
-		ConsecutiveFailures: 1 << 20, // the seed trips on the rate only
-		OpenFor:             30 * time.Second,
-		OpenBackoff:         1, // "one probe every 30 seconds"
-		MaxOpenFor:          30 * time.Second,
-		NoJitter:            true,
+		FailureRate:                0.5,
+		CountWindow:                20,
+		MinCalls:                   20,
+		DisableConsecutiveFailures: true,
+		OpenFor:                    30 * time.Second,
+		CallTimeout:                callTimeout,
+		MaxConcurrent:              20,
 	}
 }
 
@@ -324,16 +326,16 @@ func turn(s *sim, r *runner.Runner, svc session.Service, i int, ts *turnStats) {
 // errUnknownMode is returned for a -mode other than hang or fast.
 var errUnknownMode = errors.New(`-mode must be "hang" or "fast"`)
 
-// runAll plays the incident for every variant, in parallel (each has its
+// runAll plays the incident for the variants vs, in parallel (each has its
 // own virtual clock; results do not depend on scheduling).
-func runAll(mode string) ([]*result, error) {
+func runAll(mode string, vs []variant) ([]*result, error) {
 	if mode != "hang" && mode != "fast" {
 		return nil, errUnknownMode
 	}
-	out := make([]*result, len(variants))
-	errs := make([]error, len(variants))
+	out := make([]*result, len(vs))
+	errs := make([]error, len(vs))
 	var wg sync.WaitGroup
-	for i, v := range variants {
+	for i, v := range vs {
 		wg.Go(func() { out[i], errs[i] = run(mode, v) })
 	}
 	wg.Wait()

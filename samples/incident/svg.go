@@ -48,32 +48,34 @@ func chart(mode string, results []*result) string {
 	fmt.Fprintf(&b, `<text transform="translate(18 %.1f) rotate(-90)" text-anchor="middle">calls per 10 s (log scale)</text>`+"\n", top+ph/2)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000"/>`+"\n", left, top, left, top+ph)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000"/>`+"\n", left, top+ph, left+pw, top+ph)
-	// One step line per variant, drawn from the emptiest up so that the
-	// breaker's lines stay visible.
-	for i := len(results) - 1; i >= 0; i-- {
-		r := results[i]
+	// One step line per variant; the second of each pair (retryandreflect
+	// after none, the defaults after the seed's settings) is dashed and drawn
+	// on top, so that identical lines both show.
+	for i, r := range results {
 		var pts []string
 		for k, v := range r.dep.perBucket {
 			x0, x1 := x(float64(k)*bucket.Minutes()), x(float64(k+1)*bucket.Minutes())
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x0, y(float64(v)), x1, y(float64(v))))
 		}
-		dash := ""
-		if r.variant == "retryandreflect" {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		dash := dashOf(i)
 		fmt.Fprintf(&b, `<polyline fill="none" stroke="%s" stroke-width="2"%s points="%s"/>`+"\n", colours[i%len(colours)], dash, strings.Join(pts, " "))
 	}
 	// Legend.
 	for i, r := range results {
 		ly := top + 10 + float64(i)*40
-		dash := ""
-		if r.variant == "retryandreflect" {
-			dash = ` stroke-dasharray="6 4"`
-		}
+		dash := dashOf(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", left+pw+15, ly, left+pw+40, ly, colours[i%len(colours)], dash)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", left+pw+48, ly, r.variant)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle" fill="#555" font-size="11">%d calls while down</text>`+"\n", left+pw+48, ly+16, r.dep.deadCalls)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()
+}
+
+// dashOf is the dash pattern of the i-th variant: every second one dashed.
+func dashOf(i int) string {
+	if i%2 == 1 {
+		return ` stroke-dasharray="7 5"`
+	}
+	return ""
 }
