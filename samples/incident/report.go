@@ -16,7 +16,7 @@ type row struct {
 	llmOutage               int
 	llmPerTurnMean          float64 // turns started during the outage
 	llmPerTurnMax           int
-	durMean, durP99         time.Duration // turns started during the outage
+	durMean, durP99, durMax time.Duration // turns started during the outage
 	useful, degraded, fail  int           // all turns
 	probes                  int
 	recovery                time.Duration // -1: no successful call after the outage
@@ -56,6 +56,7 @@ func summarise(r *result) row {
 		w.durMean = sum / time.Duration(len(durs))
 		slices.Sort(durs)
 		w.durP99 = durs[min(len(durs)-1, int(math.Ceil(0.99*float64(len(durs))))-1)]
+		w.durMax = durs[len(durs)-1]
 	}
 	return w
 }
@@ -75,12 +76,12 @@ func report(out io.Writer, mode string, results []*result) {
 	}
 	fmt.Fprintf(out, "incident: seed 002, mode=%s — %s simulated, a turn every %s, %s down from minute %d to minute %d (%s)\n\n",
 		mode, simulated, turnEvery, dependency, int(outageFrom.Minutes()), int(outageTo.Minutes()), modeWords(mode))
-	fmt.Fprintln(out, "| variant | calls to the dead dependency | health checks | LLM calls during the outage | LLM calls per turn mean / max | turn duration mean / p99 | answers useful / degraded / error | probes | recovery | peak concurrent calls |")
+	fmt.Fprintln(out, "| variant | calls to the dead dependency | health checks | LLM calls during the outage | LLM calls per turn mean / max | turn duration mean / p99 / max | answers useful / degraded / error | probes | recovery | peak concurrent calls |")
 	fmt.Fprintln(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
 	for _, w := range rows {
-		fmt.Fprintf(out, "| %s | %d | %d | %d | %.2f / %d | %s / %s | %d / %d / %d | %d | %s | %d |\n",
+		fmt.Fprintf(out, "| %s | %d | %d | %d | %.2f / %d | %s / %s / %s | %d / %d / %d | %d | %s | %d |\n",
 			w.variant, w.deadCalls, w.healthChecks, w.llmOutage, w.llmPerTurnMean, w.llmPerTurnMax,
-			roundDur(w.durMean), roundDur(w.durP99), w.useful, w.degraded, w.fail, w.probes, w.recoveryString(), w.peak)
+			roundDur(w.durMean), roundDur(w.durP99), roundDur(w.durMax), w.useful, w.degraded, w.fail, w.probes, w.recoveryString(), w.peak)
 	}
 	fmt.Fprintln(out)
 	fmt.Fprintln(out, "Per-turn columns are over the turns that started during the outage; answers over all turns;")
