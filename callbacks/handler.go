@@ -46,7 +46,7 @@ type ModelGuard interface {
 // plugin already ended the invocation's turn (a budget spent, or no model
 // endpoint available). Plain agents never make such a call; a LoopAgent would,
 // and without this error it would spin forever on the plugin's final answers.
-var ErrTurnEnded = errors.New("adkbreaker: the turn already ended: its dependencies are unavailable")
+var ErrTurnEnded = errors.New("adkbreaker: the turn already ended (a budget was spent, or the model is unavailable)")
 
 // Defaults of Config.
 const (
