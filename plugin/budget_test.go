@@ -6,16 +6,10 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/adk/agent"
-	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/agent/workflowagents/loopagent"
 	"google.golang.org/adk/model"
-	adkplugin "google.golang.org/adk/plugin"
-	"google.golang.org/adk/runner"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
-	"google.golang.org/genai"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
@@ -157,25 +151,7 @@ func TestTurnBudgetStopsALoopAgent(t *testing.T) {
 		lookup, _ := functiontool.New(functiontool.Config{Name: "lookup", Description: "x"},
 			func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
 		llm := scripted.New("s", step)
-		inner, _ := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: []tool.Tool{lookup}})
-		loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		r, _ := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
-			PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
-		var evs []*session.Event
-		var gotErr error
-		for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
-			if err != nil {
-				gotErr = err
-				break // what a consumer does with an error
-			}
-			evs = append(evs, ev)
-			if len(evs) > 100 {
-				t.Fatal("the loop agent is spinning")
-			}
-		}
+		evs, gotErr := runLoop(t, p, llm, lookup)
 		if !errors.Is(gotErr, wantErr) {
 			t.Fatalf("run error = %v, want %v", gotErr, wantErr)
 		}

@@ -738,24 +738,9 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 	llm := scripted.New("s", func(*model.LLMRequest) *model.LLMResponse {
 		return scripted.CallTools(scripted.Call{Name: "dead"})
 	})
-	inner, _ := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: []tool.Tool{dead}})
-	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
-	if err != nil {
+	evs, err := runLoop(t, p, llm, dead)
+	if err != nil && !errors.Is(err, callbacks.ErrTurnEnded) {
 		t.Fatal(err)
-	}
-	r, _ := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
-	var evs []*session.Event
-	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
-		if err != nil && !errors.Is(err, callbacks.ErrTurnEnded) {
-			t.Fatal(err)
-		}
-		if ev != nil {
-			evs = append(evs, ev)
-		}
-		if len(evs) > 100 {
-			t.Fatal("the loop agent is spinning")
-		}
 	}
 	if llm.Calls() != 2 {
 		t.Fatalf("LLM calls = %d, want H=2", llm.Calls())
@@ -766,6 +751,38 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
 		t.Fatalf("state left: %d %d", tk, inv)
 	}
+}
+
+// runLoop runs one turn of a LoopAgent (no iteration cap) around a worker
+// agent with the given model and tools, with plugin p, and returns its
+// events up to the first error, which it returns too: what a consumer that
+// stops on errors sees. A loop that yields more than 100 events fails t.
+func runLoop(t *testing.T, p *adkplugin.Plugin, llm model.LLM, tools ...tool.Tool) ([]*session.Event, error) {
+	t.Helper()
+	inner, err := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*session.Event
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+		if len(evs) > 100 {
+			t.Fatal("the loop agent is spinning")
+		}
+	}
+	return evs, nil
 }
 
 // TestDuplicateIDInHalfOpenCannotCloseForTheProbe: two calls with the same ID
