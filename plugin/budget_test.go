@@ -6,11 +6,11 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/config"
