@@ -13,28 +13,46 @@ import (
 // count-based failure-rate window. A breaker whose policy uses none of them
 // has no contain and pays nothing.
 //
+// Every admitted closed-state call is counted in one atomic word — calls in
+// flight, calls of the current epoch, an admission counter and the current
+// epoch — so a call costs one compare-and-swap on admission and one on its
+// report, bulkhead and slowness together.
+//
 // The in-flight slowness detector must not read the clock on the closed fast
 // path (a clock read costs about half of a bare gobreaker call) and must not
-// run a timer per call. It groups admitted calls into epochs: every call
-// joins the current epoch with one atomic increment, and leaves it with one
-// atomic decrement. The clock is read only when another call is already in
-// flight (or on a state read), at most once per granularity (a tenth of the
-// threshold): that evaluation closes the current epoch, stamping it with the
-// time it was closed. Every call of a closed epoch started before its stamp,
-// so a call of an epoch closed at least threshold ago has been outstanding
-// for at least threshold: it is slow. Nothing is ever judged slow early; a
-// slow call is recognised at most one granularity plus one admission late.
+// run a timer per call. Calls are grouped into epochs: a call joins the
+// current epoch when it is admitted. The clock is read only when another
+// call is already in flight (or on a state read), and the ring evaluated at
+// most once per granularity (a tenth of the threshold): the evaluation
+// closes the current epoch, stamping it with the time it was closed, and
+// moves its count to the epoch's slot. Every call of a closed epoch started
+// before its stamp, so a call of an epoch closed at least threshold ago has
+// been outstanding for at least threshold: it is slow. Nothing is ever judged
+// slow early; a slow call is recognised at most one granularity plus one
+// admission late.
 
 // track tags a call admitted through a contain: zero for calls that are not
-// tracked (probes, breakers without contain). trackCounted is set on every
-// tracked call (it holds an in-flight slot); trackSample marks a latency
-// sample (the call's start time was read); the low 32 bits are the call's
-// epoch in the slowness ring (0: not in the ring).
+// tracked (probes, breakers without contain). trackTracked is set on every
+// tracked call (it is counted in flight); trackRing on calls in the slowness
+// ring, whose epoch is in the low bits; trackSample marks a latency sample
+// (the call's start time was read).
 type track uint64
 
 const (
-	trackCounted track = 1 << 63
-	trackSample  track = 1 << 62
+	trackTracked track = 1 << 63
+	trackRing    track = 1 << 62
+	trackSample  track = 1 << 61
+)
+
+// The layout of contain.word.
+const (
+	wordTotalMask = 1<<32 - 1 // calls in flight
+	wordCurShift  = 32        // calls of the current epoch in flight
+	wordCurMask   = 1<<12 - 1
+	wordAdmShift  = 44 // admissions, wrapping (paces latency samples)
+	wordAdmMask   = 1<<8 - 1
+	wordEpShift   = 52 // the current epoch, wrapping
+	epochMask     = 1<<12 - 1
 )
 
 // ringSlots is the number of epochs the slowness ring remembers. With an
@@ -48,7 +66,7 @@ const (
 	ringGranularity = 10
 	// latencySampleEvery: one admitted call in this many measures its
 	// latency for the derived threshold (every call until minLatencySamples).
-	latencySampleEvery = 16
+	latencySampleEvery = 32
 	minLatencySamples  = 8
 )
 
@@ -56,26 +74,26 @@ const (
 // are touched concurrently; see each comment.
 type contain struct {
 	// Configuration, immutable.
-	max       int           // bulkhead: concurrent calls; 0 none
+	max       uint32        // bulkhead: concurrent calls; 0 none
 	queueWait time.Duration // bulkhead: how long a call may wait for a slot
 	slow      bool          // in-flight slowness on
 	fixed     time.Duration // fixed threshold; 0: derived
 	factor    float64       // derived threshold = factor × healthy latency
 	tripAt    int           // outstanding slow calls that trip
 
-	// word is admitted<<32 | in-flight: one atomic for the bulkhead, the
-	// in-flight gauge and the sampling counter.
-	word    atomic.Uint64
-	peak    atomic.Int64
+	word    atomic.Uint64 // see the wordXxx constants
+	peak    atomic.Uint32
 	refused atomic.Uint64 // bulkhead refusals
 	waiters atomic.Int32
 	wake    chan struct{}
 
-	// The slowness ring: epoch is the current epoch; slots[e&ringMask] holds
-	// e<<32 | calls of epoch e still outstanding.
-	epoch  atomic.Uint32
-	slots  [ringSlots]atomic.Uint64
-	judged atomic.Uint32 // epochs ≤ judged were judged slow (0: none)
+	// slots[e&ringMask] counts the calls of closed epoch e still in flight.
+	// A late report of a forgotten epoch may drive a recycled slot below
+	// zero: that only ever undercounts slow calls.
+	slots [ringSlots]atomic.Int64
+	// judged is judgedValid | the newest epoch judged slow: its calls and
+	// older ones were counted as failures when judged.
+	judged atomic.Uint32
 	// nextEval is when (unix ns, registry clock) the next evaluation is due.
 	nextEval atomic.Int64
 	samples  atomic.Int64 // latency samples taken
@@ -91,25 +109,37 @@ type contain struct {
 	ring *countRing // count-based window; nil when off
 }
 
+const (
+	judgedValid = 1 << 31
+	// judgedHorizon: a judgement is dropped this many epochs later (at
+	// least a hundred thresholds), well before the 12-bit epoch wraps.
+	judgedHorizon = 1024
+)
+
 func newContain(p *Policy) *contain {
 	slow := !p.DisableSlowInFlight && (p.SlowInFlight > 0 || p.SlowInFlightFactor > 0)
 	if p.MaxConcurrent == 0 && !slow && p.CountWindow == 0 {
 		return nil
 	}
 	c := &contain{
-		max: p.MaxConcurrent, queueWait: p.QueueWait, slow: slow,
+		max: uint32(p.MaxConcurrent), queueWait: p.QueueWait, slow: slow,
 		fixed: p.SlowInFlight, factor: p.SlowInFlightFactor, tripAt: p.SlowInFlightCalls,
 	}
 	if c.queueWait > 0 {
 		c.wake = make(chan struct{}, 1)
 	}
-	c.epoch.Store(1)
-	c.slots[1].Store(1 << 32)
 	c.thrNanos.Store(int64(c.fixed))
 	if p.CountWindow > 0 {
 		c.ring = &countRing{buf: make([]bool, p.CountWindow)}
 	}
 	return c
+}
+
+// covered reports whether epoch e is judged (e at or before the judged
+// epoch, modulo the epoch's wrap).
+func (c *contain) covered(e uint32) bool {
+	j := c.judged.Load()
+	return j&judgedValid != 0 && (j-e)&epochMask < epochMask/2
 }
 
 // Outcome of contain.enter.
@@ -120,69 +150,115 @@ const (
 )
 
 // enter admits a closed-state call into the contain: a bulkhead slot (with
-// the queue wait, when wait is set), and the slowness ring. When another call
+// the queue wait, when wait is set) and the slowness ring. When another call
 // is in flight it may first evaluate the ring, and trip the breaker (then
-// the call is not admitted). start is set when the call is a latency sample.
-func (c *contain) enter(b *Breaker, wait bool) (t track, start time.Time, res int) {
-	w := c.word.Add(1<<32 | 1)
-	n := int64(uint32(w))
-	if c.max > 0 && n > int64(c.max) {
-		c.release()
+// the call is not admitted). *start is set when the call is a latency sample.
+func (c *contain) enter(b *Breaker, wait bool, start *time.Time) (track, int) {
+	t, others, ok := c.join()
+	if !ok {
 		if !wait {
-			return 0, time.Time{}, enterSaturated // the slow path decides, and counts
+			return 0, enterSaturated // the slow path decides, and counts
 		}
-		if c.queueWait <= 0 || !c.waitSlot() {
+		if c.queueWait <= 0 {
 			c.refused.Add(1)
-			return 0, time.Time{}, enterSaturated
+			return 0, enterSaturated
 		}
-		w = c.word.Load()
-		n = int64(uint32(w))
-	}
-	if p := c.peak.Load(); n > p {
-		for !c.peak.CompareAndSwap(p, n) {
-			if p = c.peak.Load(); n <= p {
-				break
-			}
+		if t, others, ok = c.waitSlot(); !ok {
+			c.refused.Add(1)
+			return 0, enterSaturated
 		}
 	}
-	t = trackCounted
 	if !c.slow {
-		return t, time.Time{}, enterOK
+		return t, enterOK
 	}
-	sample := c.fixed == 0 && (uint32(w>>32)%latencySampleEvery == 0 || c.samples.Load() < minLatencySamples)
-	if n > 1 || sample {
+	sample := c.fixed == 0 && t&trackSample != 0
+	t &^= trackSample
+	if others || sample {
 		now := b.reg.clock.Now()
-		if n > 1 && now.UnixNano() >= c.nextEval.Load() && c.evaluate(now) {
-			c.release()
+		if others && now.UnixNano() >= c.nextEval.Load() && c.evaluate(now) {
+			c.leave(t)
 			b.tripSlow()
-			return 0, time.Time{}, enterTripped
+			return 0, enterTripped
 		}
 		if sample {
 			t |= trackSample
-			start = now
+			*start = now
 		}
 	}
-	return t | track(c.join()), start, enterOK
+	return t, enterOK
+}
+
+// join counts a call in flight and in the current epoch, unless the
+// bulkhead is full (ok false). others reports that other calls were in
+// flight; trackSample in t marks an admission due for a latency sample.
+func (c *contain) join() (t track, others, ok bool) {
+	for {
+		w := c.word.Load()
+		total := uint32(w & wordTotalMask)
+		if c.max > 0 && total >= c.max {
+			return 0, false, false
+		}
+		cur := (w >> wordCurShift) & wordCurMask
+		adm := (w >> wordAdmShift) & wordAdmMask
+		ep := uint32(w >> wordEpShift)
+		n := w&^(wordAdmMask<<wordAdmShift) | ((adm+1)&wordAdmMask)<<wordAdmShift
+		n++
+		t = trackTracked
+		if c.slow && cur < wordCurMask {
+			n += 1 << wordCurShift
+			t |= trackRing | track(ep)
+		}
+		if c.slow && (adm%latencySampleEvery == 0 || c.samples.Load() < minLatencySamples) {
+			t |= trackSample
+		}
+		if c.word.CompareAndSwap(w, n) {
+			if p := c.peak.Load(); total+1 > p {
+				c.peak.CompareAndSwap(p, total+1) // best effort under races
+			}
+			return t, total > 0, true
+		}
+	}
+}
+
+// leave uncounts a call admitted by join.
+func (c *contain) leave(t track) {
+	e := uint32(t) & epochMask
+	for {
+		w := c.word.Load()
+		n := w - 1
+		inCur := t&trackRing != 0 && uint32(w>>wordEpShift) == e
+		if inCur {
+			n -= 1 << wordCurShift
+		}
+		if c.word.CompareAndSwap(w, n) {
+			if t&trackRing != 0 && !inCur {
+				c.slots[e&ringMask].Add(-1)
+			}
+			break
+		}
+	}
+	if c.wake != nil && c.waiters.Load() > 0 {
+		c.signal()
+	}
 }
 
 // waitSlot waits up to queueWait for a bulkhead slot and takes it.
-func (c *contain) waitSlot() bool {
+func (c *contain) waitSlot() (t track, others, ok bool) {
 	c.waiters.Add(1)
 	defer c.waiters.Add(-1)
 	timer := time.NewTimer(c.queueWait)
 	defer timer.Stop()
 	for {
-		if n := uint32(c.word.Add(1<<32 | 1)); int(n) <= c.max {
-			if int(n) < c.max && c.waiters.Load() > 1 {
+		if t, others, ok = c.join(); ok {
+			if c.inFlight() < int(c.max) && c.waiters.Load() > 1 {
 				c.signal() // a release may have been coalesced: pass it on
 			}
-			return true
+			return t, others, true
 		}
-		c.word.Add(^uint64(0) - 1<<32) // undo, admitted count included
 		select {
 		case <-c.wake:
 		case <-timer.C:
-			return false
+			return 0, false, false
 		}
 	}
 }
@@ -194,46 +270,8 @@ func (c *contain) signal() {
 	}
 }
 
-// release frees an in-flight slot.
-func (c *contain) release() {
-	c.word.Add(^uint64(0))
-	if c.wake != nil && c.waiters.Load() > 0 {
-		c.signal()
-	}
-}
-
 // inFlight returns the number of tracked calls in flight.
-func (c *contain) inFlight() int { return int(uint32(c.word.Load())) }
-
-// join adds a call to the current epoch and returns the epoch.
-func (c *contain) join() uint32 {
-	for {
-		e := c.epoch.Load()
-		s := &c.slots[e&ringMask]
-		w := s.Load()
-		if uint32(w>>32) != e {
-			continue // the slot is being handed to e: reload
-		}
-		if s.CompareAndSwap(w, w+1) {
-			return e
-		}
-	}
-}
-
-// leave removes a call of epoch e from the ring. A call whose slot was
-// recycled (it was outstanding for the whole ring) was already forgotten.
-func (c *contain) leave(e uint32) {
-	s := &c.slots[e&ringMask]
-	for {
-		w := s.Load()
-		if uint32(w>>32) != e || uint32(w) == 0 {
-			return
-		}
-		if s.CompareAndSwap(w, w-1) {
-			return
-		}
-	}
-}
+func (c *contain) inFlight() int { return int(uint32(c.word.Load() & wordTotalMask)) }
 
 // evaluate closes the current epoch when it is due and reports whether the
 // outstanding slow calls reach the trip count; if so, their epochs are
@@ -248,43 +286,47 @@ func (c *contain) evaluate(now time.Time) bool {
 	}
 	gran := max(thr/ringGranularity, time.Millisecond)
 	c.nextEval.Store(now.Add(gran).UnixNano())
-	cur := c.epoch.Load()
-	if uint32(c.slots[cur&ringMask].Load()) == 0 {
+	w := c.word.Load()
+	cur := uint32(w>>wordEpShift) & epochMask
+	if (w>>wordCurShift)&wordCurMask == 0 {
 		c.opened = now // nothing to close: restart the epoch
 	} else if now.Sub(c.opened) >= gran {
-		c.closedAt[cur&ringMask] = now
-		next := cur + 1
-		if next == 0 {
-			next = 1
+		next := (cur + 1) & epochMask
+		c.slots[next&ringMask].Store(0) // forget the oldest epoch
+		for {
+			n := w&^(wordCurMask<<wordCurShift)&^(epochMask<<wordEpShift) | uint64(next)<<wordEpShift
+			if c.word.CompareAndSwap(w, n) {
+				break
+			}
+			w = c.word.Load()
 		}
-		c.slots[next&ringMask].Store(uint64(next) << 32) // forget the oldest epoch
-		c.epoch.Store(next)
+		c.slots[cur&ringMask].Add(int64((w >> wordCurShift) & wordCurMask))
+		c.closedAt[cur&ringMask] = now
 		c.opened = now
 		cur = next
 	}
-	j := c.judged.Load()
-	slow, newest := 0, uint32(0)
+	if j := c.judged.Load(); j&judgedValid != 0 && (cur-j)&epochMask >= judgedHorizon {
+		c.judged.Store(0) // long gone: before the epoch wraps back onto it
+	}
+	slow, newest, found := 0, uint32(0), false
 	for i := uint32(1); i < ringSlots; i++ {
-		e := cur - i
-		if e == 0 || e <= j {
+		e := (cur - i) & epochMask
+		if c.covered(e) {
 			break
 		}
-		w := c.slots[e&ringMask].Load()
-		if uint32(w>>32) != e {
-			break
-		}
-		if now.Sub(c.closedAt[e&ringMask]) < thr {
+		at := c.closedAt[e&ringMask]
+		if at.IsZero() || now.Sub(at) < thr {
 			continue
 		}
-		if newest == 0 {
-			newest = e
+		if !found {
+			newest, found = e, true
 		}
-		slow += int(uint32(w))
+		slow += int(max(c.slots[e&ringMask].Load(), 0))
 	}
 	if slow == 0 || slow < c.tripAt {
 		return false
 	}
-	c.judged.Store(newest)
+	c.judged.Store(judgedValid | newest)
 	c.verdicts.Add(uint64(slow))
 	return true
 }
@@ -316,7 +358,7 @@ func (c *contain) sample(d time.Duration) {
 	c.mu.Unlock()
 }
 
-// threshold returns the current slowness threshold (0: not armed).
+// threshold returns the current slowness threshold (0: off, or not armed).
 func (c *contain) threshold() time.Duration {
 	if c == nil || !c.slow {
 		return 0
@@ -324,26 +366,17 @@ func (c *contain) threshold() time.Duration {
 	return time.Duration(c.thrNanos.Load())
 }
 
-// exit is the contain's part of a tracked call's report: it frees the
-// in-flight slot, leaves the ring, takes a latency sample, and turns the
-// outcome of a call already judged slow into Excluded (it was counted when
-// judged; it must not count twice).
-func (c *contain) exit(b *Breaker, t track, o Outcome, start time.Time) Outcome {
-	if e := uint32(t); e != 0 {
-		c.leave(e)
-		if j := c.judged.Load(); j != 0 && e <= j {
-			c.late.Add(1)
-			o = Excluded
-		} else if t&trackSample != 0 && o == Success && !start.IsZero() {
-			if d := b.reg.clock.Now().Sub(start); d >= 0 {
-				if thr := c.threshold(); thr == 0 || d < thr {
-					c.sample(d)
-				}
-			}
+// sampleSince takes a latency sample of a healthy call that started at
+// start, unless it was slower than the current threshold.
+func (c *contain) sampleSince(b *Breaker, start time.Time) {
+	if start.IsZero() {
+		return
+	}
+	if d := b.reg.clock.Now().Sub(start); d >= 0 {
+		if thr := c.threshold(); thr == 0 || d < thr {
+			c.sample(d)
 		}
 	}
-	c.release()
-	return o
 }
 
 // admitClosed admits a call through gobreaker while the breaker is closed,
@@ -356,7 +389,7 @@ func (b *Breaker) admitClosed(wait bool) (done func(error), t track, start time.
 		done, ok = b.allowClosed()
 		return done, 0, time.Time{}, false, ok
 	}
-	t, start, res := c.enter(b, wait)
+	t, res := c.enter(b, wait, &start)
 	switch res {
 	case enterSaturated:
 		return nil, 0, time.Time{}, true, false
@@ -365,24 +398,48 @@ func (b *Breaker) admitClosed(wait bool) (done func(error), t track, start time.
 	}
 	done, ok = b.allowClosed()
 	if !ok {
-		if e := uint32(t); e != 0 {
-			c.leave(e)
-		}
-		c.release()
+		c.leave(t)
 		return nil, 0, time.Time{}, false, false
 	}
 	return done, t, start, false, true
 }
 
-// trackedOutcome is the report of a call: contain bookkeeping, then the
-// error handed to gobreaker's done (recorded in the count window first, so
-// that gobreaker's trip check sees it).
+// tryReserveContained is TryReserve through the contain: the reservation's
+// fields are written in place.
+func (b *Breaker) tryReserveContained(r *Reservation) bool {
+	c := b.ct
+	tr, res := c.enter(b, false, &r.start)
+	if res != enterOK {
+		return false
+	}
+	done, ok := b.allowClosed()
+	if !ok {
+		c.leave(tr)
+		return false
+	}
+	r.b, r.done, r.probe, r.tr = b, done, Ticket{}, tr
+	if b.pol.SlowCall > 0 {
+		r.start = b.reg.clock.Now()
+	}
+	return true
+}
+
+// trackedOutcome is the report of a tracked call (t != 0): contain
+// bookkeeping, then the error handed to gobreaker's done (recorded in the
+// count window first, so that gobreaker's trip check sees it). A call
+// already judged slow is reported as excluded: it was counted when judged,
+// and must not count twice.
 func (b *Breaker) trackedOutcome(t track, o Outcome, hint time.Duration, start time.Time) error {
-	if t != 0 {
-		o = b.ct.exit(b, t, o, start)
+	c := b.ct
+	c.leave(t)
+	if t&trackRing != 0 && c.covered(uint32(t)&epochMask) {
+		c.late.Add(1)
+		o = Excluded
+	} else if t&trackSample != 0 && o == Success {
+		c.sampleSince(b, start)
 	}
 	err := b.outcomeErr(o, hint, start)
-	if c := b.ct; c != nil && c.ring != nil && t != 0 && err != errExcluded && b.Closed() {
+	if c.ring != nil && err != errExcluded && b.Closed() {
 		c.ring.add(err != nil)
 	}
 	return err

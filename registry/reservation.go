@@ -42,11 +42,14 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
-	done, tr, start, _, ok := b.admitClosed(false)
+	if b.ct != nil {
+		return b.tryReserveContained(r)
+	}
+	done, ok := b.allowClosed()
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.probe, r.tr, r.start = b, done, Ticket{}, tr, start
+	r.b, r.done, r.probe, r.tr = b, done, Ticket{}, 0
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -65,7 +68,11 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
 	}
-	r.done(r.b.trackedOutcome(r.tr, o, hint, r.start))
+	if r.tr != 0 {
+		r.done(r.b.trackedOutcome(r.tr, o, hint, r.start))
+		return
+	}
+	r.done(r.b.outcomeErr(o, hint, r.start))
 }
 
 // Closed reports, without locking, whether the breaker is closed right now.

@@ -90,7 +90,12 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	if !probe {
 		ticketPool.Put(r)
 	}
-	err := b.trackedOutcome(tr, o, hint, start)
+	var err error
+	if tr != 0 {
+		err = b.trackedOutcome(tr, o, hint, start)
+	} else {
+		err = b.outcomeErr(o, hint, start)
+	}
 	done(err)
 	if probe {
 		b.mu.Lock()
