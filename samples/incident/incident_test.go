@@ -19,9 +19,9 @@ var knownGaps = map[string]struct {
 	deadCalls int           // adkbreaker with the seed's settings (target 18)
 	recovery  time.Duration // adkbreaker with the seed's settings (target 60 s)
 }{
-	// 12 calls are admitted before three of them have been outstanding for
+	// 11 calls are admitted before three of them have been outstanding for
 	// the in-flight slowness threshold's 1 s floor, then 9 probes.
-	"hang": {deadCalls: 21, recovery: maxRecovery},
+	"hang": {deadCalls: 20, recovery: maxRecovery},
 	// 10 failures fill half of a 20-call window of healthy outcomes, then 9
 	// probes; the last hold is the 1 m cap plus jitter.
 	"fast": {deadCalls: 19, recovery: 61 * time.Second},
