@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
@@ -189,7 +190,9 @@ func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	}
 	h := newHangTool()
 	obs := &reasonObserver{seen: make(chan struct{}, n)}
+	reader := sdkmetric.NewManualReader()
 	e := newHangEnv(t, h, step, breaker.WithDependency("enrichment", "enrich"), breaker.WithTurnLimit(100), breaker.WithObserver(obs),
+		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		breaker.WithPolicy("enrichment", registry.Policy{MaxConcurrent: 20, ConsecutiveFailures: 1, DisableSlowInFlight: true}))
 	h.hanging.Store(true)
 	done := make(chan []*session.Event)
@@ -216,6 +219,9 @@ func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	}
 	if got := obs.reasons(); len(got) != 1 || got[0] != degrade.ReasonSaturated {
 		t.Fatalf("observer saw %v", got)
+	}
+	if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=enrichment,reason=saturated,terminal=false,tool=enrich"]; got != 1 {
+		t.Fatalf("short_circuits metric = %v", metrics(t, reader)["adkbreaker.short_circuits"])
 	}
 	e.assertNoPending()
 }
