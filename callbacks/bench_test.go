@@ -90,22 +90,11 @@ func BenchmarkToolPath(b *testing.B) {
 			done(nil)
 		}
 	})
-	b.Run("closed", func(b *testing.B) {
-		h := newHandler(b)
-		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
-		tl := &fakeTool{name: "get_invoice"}
-		b.ReportAllocs()
-		for b.Loop() {
-			if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
-				b.Fatal("short-circuited")
-			}
-			h.AfterTool(ctx, tl, nil, nil, nil)
-		}
-	})
 	for _, c := range []struct {
 		name string
 		pol  registry.Policy
 	}{
+		{"closed", registry.Policy{OpenFor: time.Hour}},
 		{"closed-plain", registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}},
 		{"closed-contained", registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}},
 	} {

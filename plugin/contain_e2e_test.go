@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"google.golang.org/adk/agent/llmagent"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/adk/model"
-	adkplugin "google.golang.org/adk/plugin"
-	"google.golang.org/adk/runner"
 	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
@@ -64,20 +62,32 @@ func newHangEnv(t *testing.T, h *hangTool, step scripted.Step, opts ...breaker.O
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "enrich_agent", Model: e.llm, Tools: []tool.Tool{enrich}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := breaker.FromHandler(e.h, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	e.r, err = runner.New(runner.Config{AppName: "e2e", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
-	if err != nil {
-		t.Fatal(err)
-	}
+	e.useTools(p, enrich)
 	return e
+}
+
+// fanOut makes n parallel calls in one model response, then answers with
+// how many results it got.
+func fanOut(n int, call func(i int) scripted.Call) scripted.Step {
+	return func(req *model.LLMRequest) *model.LLMResponse {
+		if rs := scripted.LastResponses(req); rs != nil {
+			return scripted.Text(fmt.Sprintf("%d results", len(rs)))
+		}
+		calls := make([]scripted.Call, n)
+		for i := range calls {
+			calls[i] = call(i)
+		}
+		return scripted.CallTools(calls...)
+	}
+}
+
+// invoice is a get_invoice call for invoice i.
+func invoice(i int) scripted.Call {
+	return scripted.Call{Name: "get_invoice", Args: map[string]any{"id": fmt.Sprint(i)}}
 }
 
 // enrichOnce calls enrich once, then answers.
@@ -177,19 +187,12 @@ func TestHangingDependencyTripsWithinSlowThreshold(t *testing.T) {
 // failure and the breaker stays closed; telemetry sees the refusal.
 func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	const n = 21
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text(fmt.Sprintf("%d results", len(rs)))
-		}
-		calls := make([]scripted.Call, n)
-		for i := range calls {
-			calls[i] = scripted.Call{Name: "enrich", Args: map[string]any{}}
-		}
-		return scripted.CallTools(calls...)
-	}
+	step := fanOut(n, func(int) scripted.Call { return scripted.Call{Name: "enrich", Args: map[string]any{}} })
 	h := newHangTool()
 	obs := &reasonObserver{seen: make(chan struct{}, n)}
+	reader := sdkmetric.NewManualReader()
 	e := newHangEnv(t, h, step, breaker.WithDependency("enrichment", "enrich"), breaker.WithTurnLimit(100), breaker.WithObserver(obs),
+		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		breaker.WithPolicy("enrichment", registry.Policy{MaxConcurrent: 20, ConsecutiveFailures: 1, DisableSlowInFlight: true}))
 	h.hanging.Store(true)
 	done := make(chan []*session.Event)
@@ -216,6 +219,9 @@ func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	}
 	if got := obs.reasons(); len(got) != 1 || got[0] != degrade.ReasonSaturated {
 		t.Fatalf("observer saw %v", got)
+	}
+	if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=enrichment,reason=saturated,terminal=false,tool=enrich"]; got != 1 {
+		t.Fatalf("short_circuits metric = %v", metrics(t, reader)["adkbreaker.short_circuits"])
 	}
 	e.assertNoPending()
 }
@@ -340,13 +346,7 @@ func TestHealthCheckProbeReplacesUserCall(t *testing.T) {
 // payload's retry.after_seconds is the time left until the probe's timeout
 // (the 5s call timeout), not the 60s probe lease.
 func TestRetryAfterWhileProbeOutIsAtMostCallTimeout(t *testing.T) {
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text("ok")
-		}
-		return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}},
-			scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "2"}})
-	}
+	step := fanOut(2, invoice)
 	gate := make(chan struct{})
 	obs := &gateObserver{after: 1, gate: gate}
 	e := newEnv(t, step, breaker.WithTurnLimit(100), breaker.WithObserver(obs),

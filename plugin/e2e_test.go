@@ -103,16 +103,22 @@ func newEnv(t *testing.T, step scripted.Step, opts ...breaker.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "billing_agent", Model: e.llm, Tools: []tool.Tool{getInvoice, listInvoices}})
+	e.useTools(p, getInvoice, listInvoices)
+	return e
+}
+
+// useTools (re)builds the agent with tools and its runner with plugin p.
+func (e *env) useTools(p *adkplugin.Plugin, tools ...tool.Tool) {
+	e.t.Helper()
+	a, err := llmagent.New(llmagent.Config{Name: "billing_agent", Model: e.llm, Tools: tools})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	e.r, err = runner.New(runner.Config{AppName: "e2e", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
 		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	return e
 }
 
 // turn runs one user turn and returns its events (and the first error).
@@ -319,16 +325,7 @@ func TestValidationErrorsAndCancellationNeverTrip(t *testing.T) {
 // TestParallelCallsAreEachCounted: 8 calls in one model response.
 func TestParallelCallsAreEachCounted(t *testing.T) {
 	const n = 8
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text(fmt.Sprintf("%d results", len(rs)))
-		}
-		calls := make([]scripted.Call, n)
-		for i := range calls {
-			calls[i] = scripted.Call{Name: "get_invoice", Args: map[string]any{"id": fmt.Sprint(i)}}
-		}
-		return scripted.CallTools(calls...)
-	}
+	step := fanOut(n, invoice)
 	// Failing backend, high threshold: all 8 failures are counted.
 	e := newEnv(t, step, breaker.WithPolicy("billing-api", registry.Policy{ConsecutiveFailures: 100, DisableFailureRate: true}))
 	e.backend.SetMode(fakebackend.Down)
@@ -399,16 +396,7 @@ func TestRecoveryClosesWithOneProbe(t *testing.T) {
 // fast probe could close the breaker before they arrive, and they would be
 // admitted legitimately).
 func TestHalfOpenAdmitsOneProbeAmongParallelCalls(t *testing.T) {
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text("ok")
-		}
-		calls := make([]scripted.Call, 8)
-		for i := range calls {
-			calls[i] = scripted.Call{Name: "get_invoice", Args: map[string]any{"id": fmt.Sprint(i)}}
-		}
-		return scripted.CallTools(calls...)
-	}
+	step := fanOut(8, invoice)
 	gate := make(chan struct{})
 	obs := &gateObserver{after: 7, gate: gate}
 	e := newEnv(t, step, breaker.WithTurnLimit(100), breaker.WithObserver(obs))

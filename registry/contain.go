@@ -66,7 +66,7 @@ const (
 	ringGranularity = 10
 	// latencySampleEvery: one admitted call in this many measures its
 	// latency for the derived threshold (every call until minLatencySamples).
-	latencySampleEvery = 32
+	latencySampleEvery = 128
 	minLatencySamples  = 8
 )
 

@@ -405,12 +405,12 @@ func TestContainPolicyValidate(t *testing.T) {
 	err := registry.Policy{
 		CallTimeout: -1, DisableConsecutiveFailures: true, DisableFailureRate: true,
 		CountWindow: 10, MinCalls: 11, SlowInFlight: 5 * time.Second, SlowInFlightFactor: 0.5,
-		SlowInFlightCalls: -1, DisableSlowInFlight: true, MaxConcurrent: -1, QueueWait: 2 * time.Minute,
+		SlowInFlightCalls: -1, MaxConcurrent: -1, QueueWait: 2 * time.Minute,
 	}.Validate()
 	want := []string{
 		"call_timeout: must be ≥ 0", "disable_consecutive_failures: cannot be combined",
 		"min_calls: must be ≤ count_window (10), got 11", "slow_in_flight_factor: must be in [1, 1000]",
-		"slow_in_flight_calls: must be in", "disable_slow_in_flight: cannot be combined",
+		"slow_in_flight_calls: must be in",
 		"max_concurrent: must be in", "queue_wait: must be in",
 	}
 	for _, w := range want {
@@ -439,5 +439,25 @@ func TestContainPolicyValidate(t *testing.T) {
 	if _, err := registry.New(registry.WithHealthCheck("", func(context.Context) error { return nil }), registry.WithHealthCheck("svc", nil)); err == nil ||
 		!strings.Contains(err.Error(), "invalid dependency key") || !strings.Contains(err.Error(), "must not be nil") {
 		t.Errorf("New with bad health checks: %v", err)
+	}
+}
+
+// DisableSlowInFlight wins over an inherited threshold or factor.
+func TestDisableSlowInFlightWins(t *testing.T) {
+	p := registry.Policy{SlowInFlight: time.Second, SlowInFlightFactor: 4, DisableSlowInFlight: true}
+	if err := p.Validate(); err != nil {
+		t.Fatalf("Validate() = %v", err)
+	}
+	clk, _, b := newBreaker(t, p)
+	var hung []registry.Reservation
+	for range 10 {
+		hung = append(hung, mustReserve(t, b))
+		clk.Advance(time.Second)
+	}
+	if cc := b.ContainCounts(); cc.SlowThreshold != 0 || b.State() != closed {
+		t.Fatalf("slowness still on: %+v", cc)
+	}
+	for _, h := range hung {
+		h.Report(success, 0)
 	}
 }

@@ -97,7 +97,8 @@ type Policy struct {
 	// SlowInFlightCalls is how many outstanding slow calls open the breaker.
 	// If 0, 3.
 	SlowInFlightCalls int `json:"slow_in_flight_calls,omitempty" yaml:"slow_in_flight_calls,omitempty"`
-	// DisableSlowInFlight turns in-flight slowness off.
+	// DisableSlowInFlight turns in-flight slowness off; it wins over
+	// SlowInFlight and SlowInFlightFactor (which a dependency may inherit).
 	DisableSlowInFlight bool `json:"disable_slow_in_flight,omitempty" yaml:"disable_slow_in_flight,omitempty"`
 
 	// MaxConcurrent is the dependency's bulkhead: at most this many calls in
@@ -107,7 +108,8 @@ type Policy struct {
 	MaxConcurrent int `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
 	// QueueWait is how long a call over the bulkhead's cap may wait for a
 	// slot before it is refused. If 0, it is refused at once. At most 1m;
-	// requires MaxConcurrent.
+	// requires MaxConcurrent. The wait blocks the admitting goroutine (ADK's
+	// BeforeTool) and does not observe the call's context: keep it short.
 	QueueWait time.Duration `json:"queue_wait,omitempty" yaml:"queue_wait,omitempty"`
 }
 
@@ -287,9 +289,6 @@ func (p Policy) validateContain() []error {
 	}
 	if p.SlowInFlightCalls < 0 || p.SlowInFlightCalls > maxConcurrentCap {
 		bad("slow_in_flight_calls", "must be in [0, %d], got %d", maxConcurrentCap, p.SlowInFlightCalls)
-	}
-	if p.DisableSlowInFlight && (p.SlowInFlight != 0 || p.SlowInFlightFactor != 0) {
-		bad("disable_slow_in_flight", "cannot be combined with slow_in_flight or slow_in_flight_factor")
 	}
 	if p.MaxConcurrent < 0 || p.MaxConcurrent > maxConcurrentCap {
 		bad("max_concurrent", "must be in [0, %d], got %d", maxConcurrentCap, p.MaxConcurrent)
