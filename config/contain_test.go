@@ -1,6 +1,8 @@
 package config_test
 
 import (
+	"os"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -89,5 +91,21 @@ defaults:
 	}
 	if p := find(t, ps, "defaults.policy.max_concurrnt"); !strings.Contains(p.Message, "max_concurrent") {
 		t.Errorf("no suggestion for a misspelt key: %v", p)
+	}
+}
+
+// TestDocsListEveryPolicyKey: every policy key has a row in the policy table
+// of docs/configuration.md.
+func TestDocsListEveryPolicyKey(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rt := reflect.TypeFor[config.Policy]()
+	for i := range rt.NumField() {
+		key, _, _ := strings.Cut(rt.Field(i).Tag.Get("yaml"), ",")
+		if !strings.Contains(string(b), "| `"+key+"` |") {
+			t.Errorf("policy key %s is missing from the policy table of %s", key, docPath)
+		}
 	}
 }

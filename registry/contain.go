@@ -77,6 +77,7 @@ type contain struct {
 	max       uint32        // bulkhead: concurrent calls; 0 none
 	queueWait time.Duration // bulkhead: how long a call may wait for a slot
 	slow      bool          // in-flight slowness on
+	derive    bool          // slow, with a derived threshold (latency samples)
 	fixed     time.Duration // fixed threshold; 0: derived
 	factor    float64       // derived threshold = factor × healthy latency
 	tripAt    int           // outstanding slow calls that trip
@@ -122,7 +123,7 @@ func newContain(p *Policy) *contain {
 		return nil
 	}
 	c := &contain{
-		max: uint32(p.MaxConcurrent), queueWait: p.QueueWait, slow: slow,
+		max: uint32(p.MaxConcurrent), queueWait: p.QueueWait, slow: slow, derive: slow && p.SlowInFlight == 0,
 		fixed: p.SlowInFlight, factor: p.SlowInFlightFactor, tripAt: p.SlowInFlightCalls,
 	}
 	if c.queueWait > 0 {
@@ -168,10 +169,17 @@ func (c *contain) enter(b *Breaker, wait bool, start *time.Time) (track, int) {
 			return 0, enterSaturated
 		}
 	}
+	return c.entered(b, t, others, start)
+}
+
+// entered completes an admission join took: when other calls are in flight
+// it may evaluate the ring and trip (the call is then taken back); a
+// latency sample reads the clock into *start.
+func (c *contain) entered(b *Breaker, t track, others bool, start *time.Time) (track, int) {
 	if !c.slow {
 		return t, enterOK
 	}
-	sample := c.fixed == 0 && t&trackSample != 0
+	sample := t&trackSample != 0 // only set when the threshold is derived
 	t &^= trackSample
 	if others || sample {
 		now := b.reg.clock.Now()
@@ -208,7 +216,7 @@ func (c *contain) join() (t track, others, ok bool) {
 			n += 1 << wordCurShift
 			t |= trackRing | track(ep)
 		}
-		if c.slow && (adm%latencySampleEvery == 0 || c.samples.Load() < minLatencySamples) {
+		if c.derive && (adm%latencySampleEvery == 0 || c.samples.Load() < minLatencySamples) {
 			t |= trackSample
 		}
 		if c.word.CompareAndSwap(w, n) {
@@ -408,9 +416,15 @@ func (b *Breaker) admitClosed(wait bool) (done func(error), t track, start time.
 // fields are written in place.
 func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	c := b.ct
-	tr, res := c.enter(b, false, &r.start)
-	if res != enterOK {
-		return false
+	tr, others, ok := c.join()
+	if !ok {
+		return false // the slow path decides, and counts
+	}
+	if others || tr&trackSample != 0 {
+		var res int
+		if tr, res = c.entered(b, tr, others, &r.start); res != enterOK {
+			return false
+		}
 	}
 	done, ok := b.allowClosed()
 	if !ok {

@@ -363,41 +363,50 @@ func TestHealthCheckProbe(t *testing.T) {
 // 64 goroutines through one breaker with a bulkhead and in-flight
 // slowness: every slot is returned, the cap holds, nothing races.
 func TestContainConcurrent(t *testing.T) {
-	r := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{
-		MaxConcurrent: 16, SlowInFlight: time.Hour, CountWindow: 50, ConsecutiveFailures: 1 << 20,
-		FailureRate: 1, OpenFor: time.Millisecond, MaxOpenFor: time.Millisecond,
-	}))
-	b := mustGet(t, r, "svc")
-	var wg sync.WaitGroup
-	for g := range 64 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rng := rand.New(rand.NewPCG(uint64(g), 1))
-			for range 300 {
-				var o registry.Outcome
-				switch rng.IntN(3) {
-				case 1:
-					o = failure
-				case 2:
-					o = excluded
-				}
-				if rng.IntN(2) == 0 {
-					if res, d := b.Reserve(); d.Allowed {
-						res.Report(o, 0)
+	for _, pol := range []registry.Policy{
+		{MaxConcurrent: 16, SlowInFlight: time.Hour, CountWindow: 50, ConsecutiveFailures: 1 << 20, FailureRate: 1},
+		// A threshold the calls do cross: the detector evaluates, judges and
+		// trips concurrently with admissions and reports.
+		{MaxConcurrent: 16, QueueWait: time.Millisecond, SlowInFlight: 2 * time.Millisecond, SlowInFlightCalls: 2, CountWindow: 20},
+		{SlowInFlightFactor: 1, SlowInFlightCalls: 2},
+	} {
+		pol.OpenFor, pol.MaxOpenFor = time.Millisecond, time.Millisecond
+		r := registry.MustNew(registry.WithDefaultPolicy(pol))
+		b := mustGet(t, r, "svc")
+		var wg sync.WaitGroup
+		for g := range 64 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rng := rand.New(rand.NewPCG(uint64(g), 1))
+				for range 300 {
+					var o registry.Outcome
+					switch rng.IntN(3) {
+					case 1:
+						o = failure
+					case 2:
+						o = excluded
 					}
-				} else if tk, d := b.Admit(); d.Allowed {
-					tk.Done(o)
-					tk.Done(success) // ignored
+					if rng.IntN(2) == 0 {
+						if res, d := b.Reserve(); d.Allowed {
+							if rng.IntN(8) == 0 {
+								time.Sleep(3 * time.Millisecond) // a slow call
+							}
+							res.Report(o, 0)
+						}
+					} else if tk, d := b.Admit(); d.Allowed {
+						tk.Done(o)
+						tk.Done(success) // ignored
+					}
+					_ = b.State()
 				}
-				_ = b.State()
-			}
-		}()
-	}
-	wg.Wait()
-	cc := b.ContainCounts()
-	if cc.InFlight != 0 || cc.PeakInFlight > 16 {
-		t.Fatalf("contain counts = %+v", cc)
+			}()
+		}
+		wg.Wait()
+		cc := b.ContainCounts()
+		if cc.InFlight != 0 || (pol.MaxConcurrent > 0 && cc.PeakInFlight > pol.MaxConcurrent) {
+			t.Fatalf("%+v: contain counts = %+v", pol, cc)
+		}
 	}
 }
 
