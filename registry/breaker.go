@@ -91,10 +91,18 @@ type Breaker struct {
 	tripExact  bool         // Guarded by mu: Trip in progress: hold = the hint only.
 	lastChange time.Time    // Guarded by mu.
 	trips      uint64       // Guarded by mu: times opened.
+
+	// ct is outage containment (bulkhead, in-flight slowness, count
+	// window); nil when the policy uses none (contain.go).
+	ct *contain
+	// hc is the dependency's health check, used as the half-open probe; nil
+	// when it has none (healthcheck.go).
+	hc              HealthCheck
+	hcRuns, hcFails atomic.Uint64
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
-	b := &Breaker{key: key, reg: r, pol: pol}
+	b := &Breaker{key: key, reg: r, pol: pol, ct: newContain(&pol), hc: r.health[key]}
 	b.lastChange = r.clock.Now()
 	b.cb.Store(b.newGobreakerLocked())
 	return b
@@ -113,10 +121,8 @@ func (b *Breaker) newGobreakerLocked() *gb {
 		BucketPeriod: pol.Window / windowBuckets,
 		// The hold is ours: gobreaker may go half-open at once, and Breaker
 		// admits a probe only when its own hold has expired.
-		Timeout: time.Nanosecond,
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return b.forceTrip.Load() || pol.readyToTrip(c.ConsecutiveFailures, c.TotalSuccesses, c.TotalFailures)
-		},
+		Timeout:      time.Nanosecond,
+		ReadyToTrip:  b.shouldTrip,
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return err == errExcluded },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
@@ -136,6 +142,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		return // a superseded gobreaker, or the operator owns the state
 	}
 	prev := State(b.state.Load())
+	b.ct.resetWindow()
 	switch to {
 	case gobreaker.StateOpen:
 		cause := CauseTrip
@@ -198,8 +205,8 @@ func (b *Breaker) Policy() Policy { return b.pol }
 // allocate.
 func (b *Breaker) Admit() (Ticket, Decision) {
 	if State(b.state.Load()) == StateClosed {
-		if done, ok := b.allowClosed(); ok {
-			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+		if done, tr, start, _, ok := b.admitClosed(false); ok {
+			return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
 		}
 	}
 	return b.admitSlow()
@@ -245,8 +252,12 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				// Pathological churn; refuse rather than spin.
 				return b.refuse(now, StateClosed, RefusedOpen, time.Second)
 			}
-			if done, ok := b.allowClosed(); ok {
-				return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			done, tr, start, saturated, ok := b.admitClosed(true)
+			if ok {
+				return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
+			}
+			if saturated {
+				return b.refuse(now, StateClosed, RefusedSaturated, SaturatedRetryAfter)
 			}
 			continue
 		case StateOpen:
@@ -267,6 +278,9 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				}
 				continue
 			}
+		}
+		if b.hc != nil {
+			return b.healthProbe(now)
 		}
 		return b.probe(now)
 	}
@@ -301,7 +315,7 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 			done(errExcluded)
 			return b.refuse(now, StateOpen, why, max(wait, 0))
 		}
-		lease := now.Add(b.pol.ProbeLease)
+		lease := now.Add(b.probeTimeout())
 		t := b.ticket(done, true, lease)
 		b.probes = append(b.probes, t.r)
 		b.mu.Unlock()
@@ -422,6 +436,7 @@ func (b *Breaker) Reset() {
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())
+	b.ct.resetWindow()
 	b.state.Store(int32(StateClosed))
 	b.lastChange = now
 	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseReset, At: now})
@@ -444,9 +459,10 @@ func (b *Breaker) RetryAfter() time.Duration {
 }
 
 func (b *Breaker) stateAndWait() (State, time.Duration) {
-	if State(b.state.Load()) == StateClosed {
+	if State(b.state.Load()) == StateClosed && !b.checkSlow() {
 		// Closed: nothing to wait for and no lease to expire. (Isolate stores
-		// StateOpen, so an isolated breaker never takes this path.)
+		// StateOpen, so an isolated breaker never takes this path.) Calls
+		// outstanding past the slowness threshold may trip it first.
 		return StateClosed, 0
 	}
 	// gobreaker hands out HalfOpenProbes slots per half-open episode: a slot

@@ -48,12 +48,14 @@ type Policy struct {
 	// probe), up to MaxOpenFor; a successful close resets it. If 0, 2. 1 keeps
 	// the hold constant.
 	OpenBackoff float64 `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
-	// MaxOpenFor caps the grown hold. If 0, 5m (or OpenFor, if larger). Must
+	// MaxOpenFor caps the grown hold. If 0, 1m (or OpenFor, if larger). Must
 	// not be below OpenFor, or below its 30s default when OpenFor is 0.
 	MaxOpenFor time.Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
 	// OpenJitter adds a uniformly random extra of up to this fraction of the
-	// hold, so replicas that opened together do not probe together. The hold
-	// is never shortened. If 0, 0.1. See NoJitter.
+	// hold, so replicas that opened together do not probe together. Below
+	// MaxOpenFor the hold is never shortened; at the cap the jitter is taken
+	// off the cap instead, so a hold never exceeds MaxOpenFor (a retry hint
+	// still can). If 0, 0.1. See NoJitter.
 	OpenJitter float64 `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
 	// NoJitter disables OpenJitter (deterministic holds).
 	NoJitter bool `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
@@ -71,6 +73,52 @@ type Policy struct {
 	// a floor for the open hold, so a hostile or broken hint cannot hold the
 	// dependency forever. If 0, 1h.
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+
+	// CallTimeout is the dependency's per-call deadline. The breaker uses it
+	// to bound a half-open probe (a probe that has not answered by then has
+	// failed, and retry_after while a probe is out never exceeds it). If 0,
+	// none.
+	CallTimeout time.Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
+
+	// DisableConsecutiveFailures turns the consecutive-failure trip off; only
+	// the failure rate (and in-flight slowness) trip. It cannot be combined
+	// with DisableFailureRate.
+	DisableConsecutiveFailures bool `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
+	// CountWindow, if positive, computes the failure rate over the outcomes of
+	// the last CountWindow calls instead of the time Window. The rate trips
+	// once at least MinCalls outcomes are held (MinCalls defaults to
+	// min(20, CountWindow) then). At most 10000.
+	CountWindow int `json:"count_window,omitempty" yaml:"count_window,omitempty"`
+
+	// SlowInFlight is the in-flight slowness threshold: a call still
+	// outstanding this long after it was admitted is judged slow before it
+	// returns, and SlowInFlightCalls such calls open the breaker (cause
+	// slow_calls). Their outcomes, when they finally arrive, are excluded:
+	// they were counted once, when judged. If 0, the threshold is derived:
+	// SlowInFlightFactor × the observed latency of healthy calls, at least
+	// MinSlowInFlight, armed after a few calls were measured. The threshold
+	// also bounds a half-open probe.
+	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
+	// SlowInFlightFactor multiplies the observed healthy latency into the
+	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.
+	SlowInFlightFactor float64 `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
+	// SlowInFlightCalls is how many outstanding slow calls open the breaker.
+	// If 0, 3.
+	SlowInFlightCalls int `json:"slow_in_flight_calls,omitempty" yaml:"slow_in_flight_calls,omitempty"`
+	// DisableSlowInFlight turns in-flight slowness off; it wins over
+	// SlowInFlight and SlowInFlightFactor (which a dependency may inherit).
+	DisableSlowInFlight bool `json:"disable_slow_in_flight,omitempty" yaml:"disable_slow_in_flight,omitempty"`
+
+	// MaxConcurrent is the dependency's bulkhead: at most this many calls in
+	// flight at once (half-open probes are exempt). A call over the cap is
+	// refused with reason saturated and never counts as a failure. If 0, no
+	// cap.
+	MaxConcurrent int `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
+	// QueueWait is how long a call over the bulkhead's cap may wait for a
+	// slot before it is refused. If 0, it is refused at once. At most 1m;
+	// requires MaxConcurrent. The wait blocks the admitting goroutine (ADK's
+	// BeforeTool) and does not observe the call's context: keep it short.
+	QueueWait time.Duration `json:"queue_wait,omitempty" yaml:"queue_wait,omitempty"`
 }
 
 // Default values of a zero Policy.
@@ -81,11 +129,24 @@ const (
 	DefaultWindow              = 60 * time.Second
 	DefaultOpenFor             = 30 * time.Second
 	DefaultOpenBackoff         = 2.0
-	DefaultMaxOpenFor          = 5 * time.Minute
+	DefaultMaxOpenFor          = time.Minute
 	DefaultOpenJitter          = 0.1
 	DefaultHalfOpenProbes      = 1
 	DefaultProbeLease          = 60 * time.Second
 	DefaultMaxRetryHint        = time.Hour
+	DefaultSlowInFlightFactor  = 10.0
+	DefaultSlowInFlightCalls   = 3
+)
+
+// MinSlowInFlight is the lowest derived in-flight slowness threshold: a
+// dependency answering in 5ms is not judged slow at 50ms.
+const MinSlowInFlight = 500 * time.Millisecond
+
+// Bounds of the containment knobs.
+const (
+	maxCountWindow   = 10000
+	maxConcurrentCap = 1 << 20
+	maxQueueWait     = time.Minute
 )
 
 // windowBuckets is how many buckets the rolling window is split into.
@@ -106,6 +167,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MinCalls == 0 {
 		p.MinCalls = DefaultMinCalls
+		if p.CountWindow > 0 {
+			p.MinCalls = min(DefaultMinCalls, p.CountWindow)
+		}
 	}
 	if p.Window == 0 {
 		p.Window = DefaultWindow
@@ -133,6 +197,14 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MaxRetryHint == 0 {
 		p.MaxRetryHint = DefaultMaxRetryHint
+	}
+	if p.DisableSlowInFlight {
+		p.SlowInFlight, p.SlowInFlightFactor = 0, 0
+	} else if p.SlowInFlightFactor == 0 {
+		p.SlowInFlightFactor = DefaultSlowInFlightFactor
+	}
+	if p.SlowInFlightCalls == 0 {
+		p.SlowInFlightCalls = DefaultSlowInFlightCalls
 	}
 	return p
 }
@@ -196,12 +268,53 @@ func (p Policy) Validate() error {
 	if p.Window >= 0 && p.SlowCall >= 0 {
 		errs = append(errs, layerErrs(r)...) // layers.go: the layered-timeout rule
 	}
+	errs = append(errs, p.validateContain()...)
 	return errors.Join(errs...)
+}
+
+// validateContain checks the containment knobs (call timeout, count window,
+// gates, in-flight slowness, bulkhead).
+func (p Policy) validateContain() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if p.CallTimeout < 0 {
+		bad("call_timeout", "must be ≥ 0, got %s", p.CallTimeout)
+	}
+	if p.DisableConsecutiveFailures && p.DisableFailureRate {
+		bad("disable_consecutive_failures", "cannot be combined with disable_failure_rate: no failure would ever open the breaker")
+	}
+	if p.CountWindow < 0 || p.CountWindow > maxCountWindow {
+		bad("count_window", "must be in [0, %d], got %d", maxCountWindow, p.CountWindow)
+	} else if p.CountWindow > 0 && p.MinCalls > p.CountWindow {
+		bad("min_calls", "must be ≤ count_window (%d), got %d", p.CountWindow, p.MinCalls)
+	}
+	if p.SlowInFlight < 0 {
+		bad("slow_in_flight", "must be ≥ 0, got %s", p.SlowInFlight)
+	} else if p.SlowInFlight > 0 && p.CallTimeout > 0 && p.SlowInFlight >= p.CallTimeout {
+		bad("slow_in_flight", "must be below call_timeout (%s), got %s: calls end at their timeout first", p.CallTimeout, p.SlowInFlight)
+	}
+	if p.SlowInFlightFactor != 0 && (p.SlowInFlightFactor < 1 || p.SlowInFlightFactor > 1000 || p.SlowInFlightFactor != p.SlowInFlightFactor) {
+		bad("slow_in_flight_factor", "must be in [1, 1000], got %v", p.SlowInFlightFactor)
+	}
+	if p.SlowInFlightCalls < 0 || p.SlowInFlightCalls > maxConcurrentCap {
+		bad("slow_in_flight_calls", "must be in [0, %d], got %d", maxConcurrentCap, p.SlowInFlightCalls)
+	}
+	if p.MaxConcurrent < 0 || p.MaxConcurrent > maxConcurrentCap {
+		bad("max_concurrent", "must be in [0, %d], got %d", maxConcurrentCap, p.MaxConcurrent)
+	}
+	if p.QueueWait < 0 || p.QueueWait > maxQueueWait {
+		bad("queue_wait", "must be in [0, %s], got %s", maxQueueWait, p.QueueWait)
+	} else if p.QueueWait > 0 && p.MaxConcurrent == 0 {
+		bad("queue_wait", "requires max_concurrent")
+	}
+	return errs
 }
 
 // readyToTrip reports whether counts in the closed state should open.
 func (p *Policy) readyToTrip(consecutive, successes, failures uint32) bool {
-	if int(consecutive) >= p.ConsecutiveFailures {
+	if !p.DisableConsecutiveFailures && int(consecutive) >= p.ConsecutiveFailures {
 		return true
 	}
 	if p.DisableFailureRate {
@@ -227,15 +340,25 @@ func (p *Policy) hold(reopens int) time.Duration {
 	return max(time.Duration(d), p.OpenFor)
 }
 
-// jitter returns hold lengthened by u·OpenJitter of itself. u is clamped to
-// [0, 1], so a misbehaving random source can neither shorten the hold nor
-// stretch it past hold·(1+OpenJitter); the sum saturates instead of
-// overflowing.
+// jitter returns hold lengthened by u·OpenJitter of itself, but never past
+// MaxOpenFor: a hold that would cross the cap is shortened from the cap by
+// the same random amount instead, so replicas at the cap still spread out
+// and the cap stays a promise ("a probe at least every MaxOpenFor"). u is
+// clamped to [0, 1], so a misbehaving random source can neither shorten an
+// uncapped hold nor stretch any hold past hold·(1+OpenJitter) or the cap;
+// the arithmetic saturates instead of overflowing.
 func (p *Policy) jitter(hold time.Duration, u float64) time.Duration {
 	if !(u > 0) || p.OpenJitter <= 0 { // also NaN
 		return hold
 	}
-	total := float64(hold) + min(u, 1)*p.OpenJitter*float64(hold)
+	extra := min(u, 1) * p.OpenJitter * float64(hold)
+	total := float64(hold) + extra
+	if p.MaxOpenFor > 0 && total > float64(p.MaxOpenFor) {
+		// Below the cap by the random amount (bounded by the jitter range of
+		// the cap itself), and never below OpenFor.
+		down := min(extra, p.OpenJitter*float64(p.MaxOpenFor))
+		return max(p.MaxOpenFor-time.Duration(down), min(p.OpenFor, p.MaxOpenFor))
+	}
 	if total >= float64(math.MaxInt64) {
 		return math.MaxInt64
 	}

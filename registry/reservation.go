@@ -17,6 +17,7 @@ type Reservation struct {
 	done  func(error)
 	start time.Time
 	probe Ticket // valid only for half-open probes
+	tr    track  // contain bookkeeping (contain.go)
 }
 
 // Reserve is Admit for exactly-once owners. The refused path is Admit's.
@@ -41,11 +42,14 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
+	if b.ct != nil {
+		return b.tryReserveContained(r)
+	}
 	done, ok := b.allowClosed()
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.probe = b, done, Ticket{}
+	r.b, r.done, r.probe, r.tr = b, done, Ticket{}, 0
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -62,6 +66,10 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	}
 	if r.probe.Valid() {
 		r.probe.DoneWithRetryAfter(o, hint)
+		return
+	}
+	if r.tr != 0 {
+		r.done(r.b.trackedOutcome(r.tr, o, hint, r.start))
 		return
 	}
 	r.done(r.b.outcomeErr(o, hint, r.start))

@@ -30,6 +30,7 @@ type ticketRec struct {
 	probe bool
 	// issued is the seq this use was issued under (read by lease expiry).
 	issued uint64
+	tr     track // contain bookkeeping (contain.go)
 }
 
 var ticketPool = sync.Pool{New: func() any { return new(ticketRec) }}
@@ -41,7 +42,7 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	} else {
 		r = ticketPool.Get().(*ticketRec)
 	}
-	r.b, r.done, r.probe, r.lease = b, done, probe, lease
+	r.b, r.done, r.probe, r.lease, r.tr = b, done, probe, lease, 0
 	if b.pol.SlowCall > 0 {
 		r.start = b.reg.clock.Now()
 	} else {
@@ -53,6 +54,16 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	r.issued = seq
 	r.seq.Store(seq)
 	return Ticket{r: r, seq: seq, probe: probe}
+}
+
+// trackedTicket is a closed-state ticket with its contain bookkeeping.
+func (b *Breaker) trackedTicket(done func(error), tr track, start time.Time) Ticket {
+	t := b.ticket(done, false, time.Time{})
+	t.r.tr = tr
+	if !start.IsZero() && t.r.start.IsZero() {
+		t.r.start = start
+	}
+	return t
 }
 
 // Valid reports whether t came from an admitted call.
@@ -74,12 +85,17 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, start, probe := r.b, r.done, r.start, r.probe
+	b, done, start, probe, tr := r.b, r.done, r.start, r.probe, r.tr
 	r.b, r.done = nil, nil
 	if !probe {
 		ticketPool.Put(r)
 	}
-	err := b.outcomeErr(o, hint, start)
+	var err error
+	if tr != 0 {
+		err = b.trackedOutcome(tr, o, hint, start)
+	} else {
+		err = b.outcomeErr(o, hint, start)
+	}
 	done(err)
 	if probe {
 		b.mu.Lock()
