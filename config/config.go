@@ -28,6 +28,8 @@ type File struct {
 	Dependencies map[string]Dependency `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
 	// Models declares model failover chains, by chain name.
 	Models map[string]ModelChain `json:"models,omitempty" yaml:"models,omitempty"`
+	// Fleet shares trips and probes between replicas through Redis.
+	Fleet *Fleet `json:"fleet,omitempty" yaml:"fleet,omitempty"`
 	// MCPServers declares MCP servers, by name (their breaker key), for
 	// mcpguard.FromConfig.
 	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers,omitempty"`
@@ -310,6 +312,7 @@ func (c *File) validate() problems {
 	ps = append(ps, defErrs...)
 	ps = c.validateDependencies(ps, len(defErrs) == 0)
 	ps = append(ps, c.validateModels()...)
+	ps = append(ps, c.validateFleet()...)
 	ps = append(ps, c.validateMCP(len(defErrs) == 0)...) // mcp.go
 	return ps
 }

@@ -162,6 +162,9 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 				hold = b.pol.jitter(hold, b.reg.rand())
 			}
 		}
+		// Consumed like nextCause: a later trip (after a Reset, before Trip
+		// has cleaned up) must get its policy hold, not a zero one.
+		b.tripExact = false
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {
 			until = b.hintUntil
@@ -285,6 +288,9 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 
 // probe tries to take a half-open slot from gobreaker.
 func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
+	if d, refused := b.gateProbe(now); refused {
+		return Ticket{}, d
+	}
 	cb := b.cb.Load()
 	done, err := cb.Allow()
 	switch {

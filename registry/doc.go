@@ -99,6 +99,17 @@
 // may call back into the registry; its panic is recovered. Registry.Flush
 // waits until everything enqueued before it was delivered.
 //
+// # Sharing with other replicas
+//
+// The registry knows no transport; package fleet shares trips and probes
+// between replicas through three seams: it reads transitions through
+// Subscribe, applies other replicas' decisions with Breaker.AdoptOpen (never
+// shortening a longer local hold) and Breaker.AdoptClose, whose transitions
+// carry CauseFleetOpen and CauseFleetClose so they are never echoed, and it
+// installs a ProbeGate (Registry.SetProbeGate), consulted without locks when
+// a call would become a half-open probe, so that one replica probes for the
+// fleet. The closed path consults nothing.
+//
 // # Concurrency
 //
 // Registry and Breaker are safe for concurrent use. Lookups of existing

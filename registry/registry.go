@@ -36,6 +36,8 @@ type Registry struct {
 	others int
 
 	n notifier
+
+	gate gateSlot // see SetProbeGate (fleet.go)
 	// adm holds the layers that admit calls ahead of the call (admission.go).
 	adm admissions
 }

@@ -160,6 +160,9 @@ func (c Cause) String() string {
 	case CauseSlowCalls:
 		return "slow_calls"
 	default:
+		if n, ok := fleetCauseName(c); ok {
+			return n
+		}
 		return fmt.Sprintf("cause(%d)", uint8(c))
 	}
 }

@@ -1,0 +1,117 @@
+package fleet
+
+import (
+	"context"
+	"sync/atomic"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+)
+
+type counters struct {
+	published, publishFailed                   atomic.Uint64
+	received, applied, resyncApplied           atomic.Uint64
+	droppedStale, droppedDuplicate, droppedOwn atomic.Uint64
+	droppedMalformed, droppedUnknown           atomic.Uint64
+	droppedQueue, droppedRedis                 atomic.Uint64
+	leasesWon, leasesLost                      atomic.Uint64
+	resyncs, reconnects, redisErrors           atomic.Uint64
+	lastError                                  atomic.Value // string: an errClass
+}
+
+// Stats are the fleet's counters since New.
+type Stats struct {
+	// Published: local decisions (opens and closes) written to Redis.
+	Published uint64
+	// PublishFailed: decisions Redis did not take (kept, and published when
+	// Redis returns if they still hold).
+	PublishFailed uint64
+	// Received: decisions of other replicas received on the channel.
+	Received uint64
+	// Applied: received decisions applied to a local breaker;
+	// ResyncApplied: decisions read back from keys and applied.
+	Applied, ResyncApplied uint64
+	// Dropped counts messages and decisions not applied or not sent, by
+	// reason: stale (older than one applied), duplicate, own (this replica's
+	// echo), malformed, unknown_dependency (no local breaker),
+	// queue_full and redis_unavailable (not published).
+	Dropped map[string]uint64
+	// LeasesWon and LeasesLost count fleet probe leases this replica took,
+	// or found held by another replica.
+	LeasesWon, LeasesLost uint64
+	// Resyncs counts completed reads of current holds; Reconnects counts
+	// subscriptions after the first; RedisErrors counts failed operations.
+	Resyncs, Reconnects, RedisErrors uint64
+	// LastError is the kind of the last Redis error ("timeout", "refused",
+	// "auth", "disconnected", …; never its text), or "".
+	LastError string
+	// Healthy: subscribed, and the breaker around Redis is closed.
+	Healthy bool
+}
+
+// Stats returns a snapshot of the counters.
+func (f *Fleet) Stats() Stats {
+	c := &f.st
+	s := Stats{
+		Published: c.published.Load(), PublishFailed: c.publishFailed.Load(),
+		Received: c.received.Load(), Applied: c.applied.Load(), ResyncApplied: c.resyncApplied.Load(),
+		Dropped: map[string]uint64{
+			"stale": c.droppedStale.Load(), "duplicate": c.droppedDuplicate.Load(), "own": c.droppedOwn.Load(),
+			"malformed": c.droppedMalformed.Load(), "unknown_dependency": c.droppedUnknown.Load(),
+			"queue_full": c.droppedQueue.Load(), "redis_unavailable": c.droppedRedis.Load(),
+		},
+		LeasesWon: c.leasesWon.Load(), LeasesLost: c.leasesLost.Load(),
+		Resyncs: c.resyncs.Load(), Reconnects: c.reconnects.Load(), RedisErrors: c.redisErrors.Load(),
+		Healthy: f.Healthy(),
+	}
+	s.LastError, _ = c.lastError.Load().(string)
+	return s
+}
+
+// Metric names (docs/telemetry.md).
+const (
+	MetricMessages        = "adkbreaker.fleet.messages"
+	MetricDropped         = "adkbreaker.fleet.messages.dropped"
+	MetricLeases          = "adkbreaker.fleet.probe_leases"
+	MetricRedisUp         = "adkbreaker.fleet.redis.up"
+	MetricRedisErrors     = "adkbreaker.fleet.redis.errors"
+	MetricRedisReconnects = "adkbreaker.fleet.redis.reconnects"
+)
+
+func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
+	m := mp.Meter("github.com/adkbreaker/adkbreaker/fleet")
+	msgs, err1 := m.Int64ObservableCounter(MetricMessages, metric.WithDescription("Fleet decisions published to and received from other replicas."), metric.WithUnit("{message}"))
+	dropped, err2 := m.Int64ObservableCounter(MetricDropped, metric.WithDescription("Fleet decisions not applied or not sent, by reason."), metric.WithUnit("{message}"))
+	leases, err3 := m.Int64ObservableCounter(MetricLeases, metric.WithDescription("Fleet probe leases won or lost by this replica."), metric.WithUnit("{lease}"))
+	up, err4 := m.Int64ObservableGauge(MetricRedisUp, metric.WithDescription("1 while the fleet is sharing through Redis, 0 while it breaks per replica."))
+	errs, err5 := m.Int64ObservableCounter(MetricRedisErrors, metric.WithDescription("Failed Redis operations (by kind only; never error text)."), metric.WithUnit("{error}"))
+	recon, err6 := m.Int64ObservableCounter(MetricRedisReconnects, metric.WithDescription("Re-subscriptions after a lost Redis connection."), metric.WithUnit("{reconnect}"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
+		if err != nil {
+			return err
+		}
+	}
+	attr := func(k, v string) metric.ObserveOption {
+		return metric.WithAttributeSet(attribute.NewSet(attribute.String(k, v)))
+	}
+	_, err := m.RegisterCallback(func(_ context.Context, o metric.Observer) error {
+		s := f.Stats()
+		o.ObserveInt64(msgs, int64(s.Published), attr("direction", "published"))
+		o.ObserveInt64(msgs, int64(s.Received), attr("direction", "received"))
+		for reason, n := range s.Dropped {
+			o.ObserveInt64(dropped, int64(n), attr("reason", reason))
+		}
+		o.ObserveInt64(dropped, int64(s.PublishFailed), attr("reason", "publish_failed"))
+		o.ObserveInt64(leases, int64(s.LeasesWon), attr("result", "won"))
+		o.ObserveInt64(leases, int64(s.LeasesLost), attr("result", "lost"))
+		v := int64(0)
+		if s.Healthy {
+			v = 1
+		}
+		o.ObserveInt64(up, v)
+		o.ObserveInt64(errs, int64(s.RedisErrors))
+		o.ObserveInt64(recon, int64(s.Reconnects))
+		return nil
+	}, msgs, dropped, leases, up, errs, recon)
+	return err
+}

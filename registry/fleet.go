@@ -1,0 +1,139 @@
+package registry
+
+import (
+	"sync/atomic"
+	"time"
+)
+
+// This file is the registry's seam for sharing breaker state between
+// replicas of an agent (package fleet). The registry stays free of any
+// transport: a fleet layer reads transitions through Subscribe, applies what
+// other replicas decided through AdoptOpen and AdoptClose (whose transitions
+// carry CauseFleetOpen / CauseFleetClose, so the layer never echoes them
+// back), and takes part in half-open admission through a ProbeGate.
+
+// Causes of transitions applied on behalf of other replicas. They are not
+// numbered with the other causes so that new local causes can be added
+// without renumbering them.
+const (
+	// CauseFleetOpen: another replica of the fleet opened this dependency,
+	// and this breaker adopted the remaining hold (AdoptOpen).
+	CauseFleetOpen Cause = 64 + iota
+	// CauseFleetClose: the fleet's probe succeeded on another replica, and
+	// this breaker closed with it (AdoptClose).
+	CauseFleetClose
+)
+
+// fleetCauseName names the fleet causes for Cause.String.
+func fleetCauseName(c Cause) (string, bool) {
+	switch c {
+	case CauseFleetOpen:
+		return "fleet_open", true
+	case CauseFleetClose:
+		return "fleet_close", true
+	}
+	return "", false
+}
+
+// ProbeGate takes part in half-open admission: it is consulted when a call
+// would become a half-open probe (the hold has expired), before a probe slot
+// is taken. It lets replicas of a fleet run one probe between them.
+//
+// AllowProbe is called with no registry lock held, on the caller's
+// goroutine, so it must not block (no network round-trip): it answers from
+// memory and does any remote work asynchronously. When it returns false the
+// call is refused with RefusedProbeBusy and RetryAfter wait. The closed path
+// never consults it.
+type ProbeGate interface {
+	AllowProbe(k Key) (ok bool, wait time.Duration)
+}
+
+type gateBox struct{ g ProbeGate }
+
+// SetProbeGate installs g as the registry's probe gate, replacing any
+// previous one; nil removes it. Without a gate, the local breaker alone
+// decides (the default).
+func (r *Registry) SetProbeGate(g ProbeGate) {
+	if g == nil {
+		r.gate.Store(nil)
+		return
+	}
+	r.gate.Store(&gateBox{g})
+}
+
+// gateProbe consults the probe gate. refused is true when the gate refused
+// the probe; the decision is then the refusal to return.
+func (b *Breaker) gateProbe(now time.Time) (d Decision, refused bool) {
+	box := b.reg.gate.Load()
+	if box == nil {
+		return Decision{}, false
+	}
+	ok, wait := box.g.AllowProbe(b.key)
+	if ok {
+		return Decision{}, false
+	}
+	_, d = b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+	return d, true
+}
+
+// AdoptOpen opens the breaker for hold because another replica of the fleet
+// opened the same dependency; hold is what remains of that replica's hold.
+// It never shortens a longer local hold (an open breaker keeps the later
+// end), does nothing to an isolated breaker, and counts local half-open
+// probes in flight as failed. The transition's cause is CauseFleetOpen.
+// Like Trip, the hold is capped at Policy.MaxRetryHint.
+func (b *Breaker) AdoptOpen(hold time.Duration) {
+	if hold <= 0 {
+		return
+	}
+	// Trip records the hold as a retry-hint floor; a fleet hold is not a
+	// server's hint to this replica, so the previous floor is put back (unless
+	// a real hint moved it meanwhile) and AdoptClose is not refused by it.
+	b.mu.Lock()
+	prev := b.hintUntil
+	b.mu.Unlock()
+	b.Trip(hold, CauseFleetOpen)
+	until := b.reg.clock.Now().Add(min(hold, b.pol.MaxRetryHint))
+	b.mu.Lock()
+	if !b.hintUntil.After(until) {
+		b.hintUntil = prev
+	}
+	b.mu.Unlock()
+}
+
+// AdoptClose closes the breaker because the fleet's probe succeeded on
+// another replica. It does nothing, and returns false, when the breaker is
+// closed or isolated, or while a server's retry hint received by this
+// replica still holds it open. Otherwise it starts a fresh closed generation
+// (outcomes of calls admitted before are ignored, as after Reset) and
+// delivers a transition with cause CauseFleetClose.
+func (b *Breaker) AdoptClose() bool {
+	now := b.reg.clock.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	prev := State(b.state.Load())
+	if b.isolated || prev == StateClosed || b.hintUntil.After(now) {
+		return false
+	}
+	b.openUntil = time.Time{}
+	b.reopens = 0
+	b.probes = b.probes[:0]
+	b.cb.Store(b.newGobreakerLocked())
+	b.state.Store(int32(StateClosed))
+	b.lastChange = now
+	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseFleetClose, At: now})
+	return true
+}
+
+// Keys returns the keys of every breaker that exists, in no order.
+func (r *Registry) Keys() []Key {
+	m := *r.breakers.Load()
+	out := make([]Key, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
+
+// gateSlot is embedded in Registry.
+type gateSlot = atomic.Pointer[gateBox]

@@ -1,0 +1,47 @@
+package registry_test
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
+)
+
+// onlyWhenLeased is a ProbeGate that lets a replica probe only while it
+// holds a (here: pretend) fleet-wide lease.
+type onlyWhenLeased struct{ leased bool }
+
+func (g *onlyWhenLeased) AllowProbe(registry.Key) (bool, time.Duration) {
+	return g.leased, 100 * time.Millisecond
+}
+
+// A fleet layer (package fleet) adopts other replicas' decisions and gates
+// half-open probes; the closed path never sees it.
+func ExampleRegistry_SetProbeGate() {
+	clk := registrytest.NewFakeClock(time.Unix(0, 0))
+	r := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{NoJitter: true}))
+	r.Subscribe(func(t registry.Transition) { fmt.Println(t.From, "→", t.To, t.Cause) })
+	gate := &onlyWhenLeased{}
+	r.SetProbeGate(gate)
+	b, _ := r.Get("billing-api")
+
+	b.AdoptOpen(10 * time.Second) // another replica tripped; 10s of its hold remain
+	_ = r.Flush(context.Background())
+	clk.Advance(10 * time.Second)
+	_, d := b.Admit()
+	_ = r.Flush(context.Background())
+	fmt.Println("hold over, no lease:", d.Reason)
+	gate.leased = true
+	tk, d := b.Admit()
+	fmt.Println("lease held:", d.Allowed, "probe:", tk.Probe())
+	b.AdoptClose() // meanwhile another replica's probe succeeded: close with it
+	_ = r.Flush(context.Background())
+	// Output:
+	// closed → open fleet_open
+	// open → half_open hold_expired
+	// hold over, no lease: half_open_busy
+	// lease held: true probe: true
+	// half_open → closed fleet_close
+}

@@ -1,0 +1,153 @@
+package registry_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// gateFunc adapts a function to registry.ProbeGate.
+type gateFunc func(registry.Key) (bool, time.Duration)
+
+func (f gateFunc) AllowProbe(k registry.Key) (bool, time.Duration) { return f(k) }
+
+func TestProbeGateRefusesAndAdmits(t *testing.T) {
+	clk, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: time.Second, NoJitter: true})
+	var asked []registry.Key
+	allow := false
+	r.SetProbeGate(gateFunc(func(k registry.Key) (bool, time.Duration) {
+		asked = append(asked, k)
+		return allow, 250 * time.Millisecond
+	}))
+	tk := mustAdmit(t, b) // closed: the gate is not consulted
+	tk.Done(failure)
+	if len(asked) != 0 {
+		t.Fatalf("gate consulted on the closed path: %v", asked)
+	}
+	if _, d := b.Admit(); d.Allowed || d.Reason != registry.RefusedOpen || len(asked) != 0 {
+		t.Fatalf("open: %+v, gate asked %v", d, asked)
+	}
+	clk.Advance(time.Second)
+	_, d := b.Admit()
+	if d.Allowed || d.Reason != registry.RefusedProbeBusy || d.RetryAfter != 250*time.Millisecond || d.State != halfOpen {
+		t.Fatalf("gate refused: got %+v", d)
+	}
+	if b.PendingProbes() != 0 {
+		t.Fatal("a refused probe took a slot")
+	}
+	allow = true
+	tk, d = b.Admit()
+	if !d.Allowed || !tk.Probe() {
+		t.Fatalf("gate allowed: got %+v", d)
+	}
+	tk.Done(success)
+	if b.State() != closed || len(asked) != 2 || asked[0] != "svc" {
+		t.Fatalf("state %v, asked %v", b.State(), asked)
+	}
+	r.SetProbeGate(nil)
+}
+
+func TestAdoptOpenNeverShortensAndHasItsCause(t *testing.T) {
+	clk, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true})
+	rec := record(t, r)
+	b.AdoptOpen(3 * time.Second)
+	if b.State() != open || b.RetryAfter() != 3*time.Second {
+		t.Fatalf("adopted: %v %v", b.State(), b.RetryAfter())
+	}
+	b.AdoptOpen(time.Second) // shorter: ignored
+	if b.RetryAfter() != 3*time.Second {
+		t.Fatalf("a shorter adoption shortened the hold to %v", b.RetryAfter())
+	}
+	b.AdoptOpen(5 * time.Second) // longer: extends
+	if b.RetryAfter() != 5*time.Second {
+		t.Fatalf("a longer adoption: %v", b.RetryAfter())
+	}
+	b.AdoptOpen(0)
+	clk.Advance(5 * time.Second)
+	// The adopted hold is no retry-hint floor: the fleet may close it.
+	if !b.AdoptClose() || b.State() != closed {
+		t.Fatalf("AdoptClose after adopted hold: %v", b.State())
+	}
+	got := strings.Join(rec.briefs(t), " ")
+	if want := "svc:closed>open:fleet_open svc:open>closed:fleet_close"; got != want {
+		t.Fatalf("transitions = %s, want %s", got, want)
+	}
+	if registry.CauseFleetOpen.String() != "fleet_open" || registry.CauseFleetClose.String() != "fleet_close" {
+		t.Fatal("cause names")
+	}
+}
+
+func TestAdoptCloseRespectsIsolationAndHints(t *testing.T) {
+	clk, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true})
+	if b.AdoptClose() {
+		t.Fatal("closed a closed breaker")
+	}
+	b.Trip(time.Minute, registry.CauseRetryHint) // this replica's own server hint
+	if b.AdoptClose() || b.State() != open {
+		t.Fatal("a fleet close overrode this replica's retry hint")
+	}
+	clk.Advance(time.Minute)
+	if !b.AdoptClose() {
+		t.Fatal("hint over: close refused")
+	}
+	_ = r.Isolate("svc")
+	if b.AdoptClose() || b.State() != open {
+		t.Fatal("a fleet close ended an isolation")
+	}
+	b.AdoptOpen(time.Second)
+	if st := b.Status(); !st.Isolated {
+		t.Fatal("adoption ended an isolation")
+	}
+}
+
+func TestAdoptCloseIgnoresOutcomesFromBefore(t *testing.T) {
+	clk, _, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: time.Second, NoJitter: true})
+	mustAdmit(t, b).Done(failure)
+	clk.Advance(time.Second)
+	probe := mustAdmit(t, b)
+	if !b.AdoptClose() {
+		t.Fatal("not closed")
+	}
+	probe.Done(failure) // the old generation's probe
+	if b.State() != closed {
+		t.Fatalf("an outcome from before the fleet close reopened: %v", b.State())
+	}
+}
+
+func TestKeys(t *testing.T) {
+	_, r, _ := newBreaker(t, registry.Policy{})
+	mustGet(t, r, "other")
+	if k := r.Keys(); len(k) != 2 {
+		t.Fatalf("Keys = %v", k)
+	}
+}
+
+// TestTripDoesNotLeakItsExactHold: a threshold trip that happens right after
+// a Trip's transition (here: a subscriber resets and trips the breaker as
+// soon as it hears of the Trip) gets its policy hold, not the zero "exact"
+// hold of the Trip still cleaning up. (Found by the fleet tests: a replica
+// adopting a trip while an operator reset it opened with no hold at all.)
+func TestTripDoesNotLeakItsExactHold(t *testing.T) {
+	_, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: time.Minute, NoJitter: true})
+	holds := make(chan time.Duration, 1)
+	r.Subscribe(func(tr registry.Transition) {
+		switch tr.Cause {
+		case registry.CauseRetryHint:
+			b.Reset()
+			if tk, d := b.Admit(); d.Allowed {
+				tk.Done(failure)
+			}
+		case registry.CauseTrip:
+			holds <- tr.RetryAfter
+		}
+	})
+	for i := range 2000 {
+		b.Trip(time.Second, registry.CauseRetryHint)
+		if h := <-holds; h != time.Minute {
+			t.Fatalf("round %d: the threshold trip after a Trip got a hold of %v, want 1m", i, h)
+		}
+		b.Reset()
+	}
+}
