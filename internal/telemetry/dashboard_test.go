@@ -68,7 +68,34 @@ func TestFailureRateGauge(t *testing.T) {
 		"dependency=search-api,outcome=failure":         2,
 		"dependency=search-api,outcome=excluded":        1,
 		"dependency=search-api,outcome=short_circuited": 0,
+		"dependency=search-api,outcome=rejected":        0,
 	}, g[telemetry.MetricCalls]); d != "" {
 		t.Errorf("calls (-want +got):\n%s", d)
+	}
+}
+
+// TestBulkheadRejectionsAreTheirOwnOutcome: a full bulkhead's refusals are
+// "rejected", not "short_circuited" (an open breaker).
+func TestBulkheadRejectionsAreTheirOwnOutcome(t *testing.T) {
+	h := newHarness(t)
+	reg := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{MaxConcurrent: 1}))
+	defer h.in.Watch(reg)()
+	b, err := reg.Get("search-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	held, d := b.Admit()
+	if !d.Allowed {
+		t.Fatalf("first call refused: %+v", d)
+	}
+	for range 2 {
+		if _, d := b.Admit(); d.Allowed || d.Reason != registry.RefusedSaturated {
+			t.Fatalf("over the bulkhead: %+v", d)
+		}
+	}
+	held.Done(registry.Success)
+	g := h.collect(t)[telemetry.MetricCalls]
+	if g["dependency=search-api,outcome=rejected"] != 2 || g["dependency=search-api,outcome=short_circuited"] != 0 || g["dependency=search-api,outcome=success"] != 1 {
+		t.Errorf("calls = %v, want 1 success, 2 rejected, 0 short-circuited", g)
 	}
 }

@@ -51,6 +51,7 @@ func ExampleInstrumentation_Watch() {
 	// adkbreaker.breaker.state{dependency=billing-api} 2
 	// adkbreaker.calls{dependency=billing-api,outcome=excluded} 0
 	// adkbreaker.calls{dependency=billing-api,outcome=failure} 0
+	// adkbreaker.calls{dependency=billing-api,outcome=rejected} 0
 	// adkbreaker.calls{dependency=billing-api,outcome=short_circuited} 0
 	// adkbreaker.calls{dependency=billing-api,outcome=success} 0
 	// adkbreaker.transitions.dropped{} 0

@@ -47,7 +47,7 @@ type Instrumentation struct {
 	turns      *cache[callbacks.TurnEndReason, []metric.AddOption]
 	turnsOver  []metric.AddOption
 	deps       *cache[registry.Key, metric.ObserveOption]
-	callSets   *cache[registry.Key, *[4]metric.ObserveOption]
+	callSets   *cache[registry.Key, *[5]metric.ObserveOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -82,7 +82,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		sc:       newCache[scKey, []metric.AddOption](MaxAttributeSets),
 		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
-		callSets: newCache[registry.Key, *[4]metric.ObserveOption](MaxAttributeSets),
+		callSets: newCache[registry.Key, *[5]metric.ObserveOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error

@@ -86,8 +86,13 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 				for i, v := range b.Reported() {
 					o.ObserveInt64(in.calls, int64(v), sets[i])
 				}
+				// Bulkhead refusals are short-circuits to the breaker; the
+				// dashboard tells them apart (a full bulkhead is not an open
+				// breaker).
+				rejected := min(b.ContainCounts().Saturated, st.Counts.ShortCircuits)
+				o.ObserveInt64(in.calls, int64(st.Counts.ShortCircuits-rejected), sets[3])
+				o.ObserveInt64(in.calls, int64(rejected), sets[4])
 			}
-			o.ObserveInt64(in.calls, int64(st.Counts.ShortCircuits), sets[3])
 			if n := st.Counts.Successes + st.Counts.Failures; n > 0 {
 				o.ObserveFloat64(in.failureRate, float64(st.Counts.Failures)/float64(n), opt)
 			}
@@ -123,12 +128,13 @@ func probeOutcome(c registry.Cause) string {
 	return ""
 }
 
-// callOutcomes are the outcome values of adkbreaker.calls, indexed like
-// registry.Counts.Reported, then short_circuited.
-var callOutcomes = [4]string{"success", "failure", "excluded", "short_circuited"}
+// callOutcomes are the outcome values of adkbreaker.calls: indexed like
+// registry.Breaker.Reported, then short_circuited (refused by the breaker)
+// and rejected (refused by the bulkhead).
+var callOutcomes = [5]string{"success", "failure", "excluded", "short_circuited", "rejected"}
 
-func mkCallSets(k registry.Key) *[4]metric.ObserveOption {
-	var out [4]metric.ObserveOption
+func mkCallSets(k registry.Key) *[5]metric.ObserveOption {
+	var out [5]metric.ObserveOption
 	for i, o := range callOutcomes {
 		out[i] = metric.WithAttributeSet(attribute.NewSet(
 			attribute.String(AttrDependency, string(k)), attribute.String(AttrOutcome, o)))
