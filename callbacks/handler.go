@@ -55,6 +55,16 @@ const (
 	DefaultMaxPending        = 1 << 16
 )
 
+// Upper bounds of Config's sizes: larger values are refused by New, so that
+// nothing derived from them (table capacities, shard sizes) can overflow or
+// preallocate without bound.
+const (
+	// MaxTableSize bounds MaxPending and MaxInvocations.
+	MaxTableSize = 1 << 24
+	// MaxLastGoodEntries bounds Dependency.LastGoodEntries.
+	MaxLastGoodEntries = 1 << 16
+)
+
 // Config configures a Handler. Registry is required; every other zero field
 // means its default.
 type Config struct {
@@ -126,14 +136,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.TurnLimit < 0 {
 		errs = append(errs, fmt.Errorf("turn_limit: must be ≥ 0, got %d", cfg.TurnLimit))
 	}
-	if cfg.MaxInvocations < 0 {
-		errs = append(errs, fmt.Errorf("max_invocations: must be ≥ 0, got %d", cfg.MaxInvocations))
+	if cfg.MaxInvocations < 0 || cfg.MaxInvocations > MaxTableSize {
+		errs = append(errs, fmt.Errorf("max_invocations: must be in [0, %d], got %d", MaxTableSize, cfg.MaxInvocations))
 	}
 	if cfg.InvocationMaxAge < 0 {
 		errs = append(errs, fmt.Errorf("invocation_max_age: must be ≥ 0, got %s", cfg.InvocationMaxAge))
 	}
-	if cfg.MaxPending < 0 {
-		errs = append(errs, fmt.Errorf("max_pending: must be ≥ 0, got %d", cfg.MaxPending))
+	if cfg.MaxPending < 0 || cfg.MaxPending > MaxTableSize {
+		errs = append(errs, fmt.Errorf("max_pending: must be in [0, %d], got %d", MaxTableSize, cfg.MaxPending))
 	}
 	if cfg.Unmapped > PassThrough {
 		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
@@ -142,8 +152,8 @@ func New(cfg Config) (*Handler, error) {
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}
-		if d.LastGoodEntries < 0 {
-			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be ≥ 0, got %d", k, d.LastGoodEntries))
+		if d.LastGoodEntries < 0 || d.LastGoodEntries > MaxLastGoodEntries {
+			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be in [0, %d], got %d", k, MaxLastGoodEntries, d.LastGoodEntries))
 		}
 	}
 	for i, g := range cfg.ModelGuards {

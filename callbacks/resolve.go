@@ -3,6 +3,7 @@ package callbacks
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sync"
 	"sync/atomic"
@@ -79,7 +80,7 @@ type binding struct {
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
-	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: 4 * reg.Cap()}
+	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: cacheCap(reg.Cap())}
 	var errs []error
 	for i, m := range maps {
 		if !m.Dependency.Valid() {
@@ -109,6 +110,20 @@ func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]D
 	emptyNames := map[string]*binding{}
 	r.byName.Store(&emptyNames)
 	return r, errors.Join(errs...)
+}
+
+// cacheCap bounds the binding caches: a few entries per breaker (a tool
+// surface larger than the registry holds is cached up to this, the rest is
+// bound uncached). It saturates instead of overflowing.
+func cacheCap(breakers int) int {
+	const perBreaker = 4
+	if breakers <= 0 {
+		return perBreaker * registry.DefaultMaxBreakers
+	}
+	if breakers > math.MaxInt/perBreaker {
+		return math.MaxInt
+	}
+	return perBreaker * breakers
 }
 
 func isPattern(s string) bool {

@@ -101,8 +101,11 @@ func (s *ticketShard) removeAtLocked(i int) {
 // put stores a pending call and reports whether it did. A context that is
 // already pending (BeforeTool twice for one call, which ADK does not do) is
 // not tracked again (false): the caller releases its reservation. Past the
-// per-shard cap an entry is abandoned as Excluded, so a probe slot is never
-// held by an entry nobody will report.
+// per-shard cap an ordinary call is abandoned as Excluded to make room; a
+// half-open probe never is (abandoning it would free its slot and admit a
+// second probe while the first runs). Probes are few (HalfOpenProbes per
+// breaker, bounded by the registry's cap), so a shard full of probes goes
+// over its cap rather than drop one; their leases still bound them.
 func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding) bool {
 	s := t.shard(call)
 	s.mu.Lock()
@@ -166,20 +169,27 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
 	return true
 }
 
-// evictLocked removes one entry to make room: one from the overflow map if
-// there is one, else the slice's first (not necessarily the oldest: removal
-// moves the last entry into the gap).
+// evictLocked removes one ordinary call to make room: one from the overflow
+// map if there is one, else the slice's first (not necessarily the oldest:
+// removal moves the last entry into the gap). Probes are never evicted; with
+// nothing but probes it removes nothing and returns false.
 func (s *ticketShard) evictLocked() (pending, bool) {
 	for k, p := range s.big {
+		if p.tk.Probe() {
+			continue
+		}
 		s.deleteBigLocked(k)
 		return p, true
 	}
-	if len(s.small) == 0 {
-		return pending{}, false
+	for i := range s.small {
+		if s.small[i].tk.Probe() {
+			continue
+		}
+		p := s.small[i]
+		s.removeAtLocked(i)
+		return p, true
 	}
-	p := s.small[0]
-	s.removeAtLocked(0)
-	return p, true
+	return pending{}, false
 }
 
 // reportSuccess reports ctx's pending call as a success and returns its

@@ -3,10 +3,12 @@ package callbacks
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/agent"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // callCtx is a distinct object per call, as ADK's tool contexts are.
@@ -126,4 +128,37 @@ func TestTryReserve(t *testing.T) {
 	if br.TryReserve(&r2) || r2.Valid() || br.Closed() {
 		t.Fatal("fast path admitted on an open breaker")
 	}
+}
+
+// A half-open probe at the head of a full shard must not be evicted: that
+// would free its slot and admit a second probe while the first still runs.
+func TestTicketsCapNeverEvictsProbe(t *testing.T) {
+	clk := registrytest.NewFakeClock(time.Unix(0, 0))
+	reg := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{
+		ConsecutiveFailures: 1, DisableFailureRate: true, OpenFor: time.Second, NoJitter: true}))
+	probeBr, _ := reg.Get("probed")
+	other, _ := reg.Get("other")
+	probeBd := &binding{key: "probed", br: probeBr}
+	otherBd := &binding{key: "other", br: other}
+	tk, _ := probeBr.Reserve()
+	tk.Report(registry.Failure, 0) // open
+	clk.Advance(2 * time.Second)
+	tix := newTickets(16 * ticketShards) // 16 per shard
+	probe, d := probeBr.Reserve()
+	if !d.Allowed || !probe.Probe() {
+		t.Fatalf("no probe admitted: %+v", d)
+	}
+	if !tix.put(&callCtx{n: -1}, sameShardID, "inv", probe, probeBd) {
+		t.Fatal("probe not tracked")
+	}
+	for i := range 40 { // fill the shard far past its cap with ordinary calls
+		admit(t, tix, &callCtx{n: i}, sameShardID, "inv", otherBd)
+	}
+	if _, d := probeBr.Reserve(); d.Allowed {
+		t.Fatal("a second probe was admitted while the first is still running")
+	}
+	if got := probeBr.PendingProbes(); got != 1 {
+		t.Fatalf("pending probes = %d, want 1", got)
+	}
+	tix.drain("inv")
 }

@@ -264,8 +264,8 @@ func (c *File) validate() problems {
 		ps.add("defaults.turn_limit", "must be ≥ 0, got %d", d.TurnLimit)
 	}
 	switch {
-	case d.MaxBreakers < 0:
-		ps.add("defaults.max_breakers", "must be ≥ 0, got %d", d.MaxBreakers)
+	case d.MaxBreakers < 0 || d.MaxBreakers > registry.MaxBreakersLimit:
+		ps.add("defaults.max_breakers", "must be in [0, %d], got %d", registry.MaxBreakersLimit, d.MaxBreakers)
 	case d.MaxBreakers == 0 && len(c.Dependencies) > registry.DefaultMaxBreakers:
 		ps.add("defaults.max_breakers", "%d dependencies are configured but the default cap is %d; set max_breakers to at least %[1]d", len(c.Dependencies), registry.DefaultMaxBreakers)
 	case d.MaxBreakers > 0 && d.MaxBreakers < len(c.Dependencies):

@@ -75,16 +75,17 @@ type Breaker struct {
 	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
 	// holding mu never calls into gobreaker.
 	mu         sync.Mutex
-	cbGen      uint64       // Guarded by mu: identifies the live gobreaker.
-	isolated   bool         // Guarded by mu.
-	openUntil  time.Time    // Guarded by mu: end of the open hold.
-	hintUntil  time.Time    // Guarded by mu: floor from retry hints.
-	reopens    int          // Guarded by mu: re-trips since the last close.
-	probes     []*ticketRec // Guarded by mu: outstanding half-open probes.
-	nextCause  Cause        // Guarded by mu: cause for the next callback transition.
-	tripExact  bool         // Guarded by mu: Trip in progress: hold = the hint only.
-	lastChange time.Time    // Guarded by mu.
-	trips      uint64       // Guarded by mu: times opened.
+	cbGen      uint64        // Guarded by mu: identifies the live gobreaker.
+	isolated   bool          // Guarded by mu.
+	openUntil  time.Time     // Guarded by mu: end of the open hold.
+	openLen    time.Duration // Guarded by mu: length of the open hold as set (bounds the wait when the clock steps back).
+	hintUntil  time.Time     // Guarded by mu: floor from retry hints.
+	reopens    int           // Guarded by mu: re-trips since the last close.
+	probes     []*ticketRec  // Guarded by mu: outstanding half-open probes.
+	nextCause  Cause         // Guarded by mu: cause for the next callback transition.
+	tripExact  bool          // Guarded by mu: Trip in progress: hold = the hint only.
+	lastChange time.Time     // Guarded by mu.
+	trips      uint64        // Guarded by mu: times opened.
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
@@ -151,9 +152,11 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		}
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {
-			until = b.hintUntil
+			// A hint floor is at most MaxRetryHint from now, even when the
+			// clock stepped back since the hint was recorded.
+			until = minTime(b.hintUntil, now.Add(b.pol.MaxRetryHint))
 		}
-		b.openUntil = until
+		b.openUntil, b.openLen = until, until.Sub(now)
 		b.probes = b.probes[:0]
 		b.trips++
 		b.setStateLocked(prev, StateOpen, cause, now, until.Sub(now))
@@ -241,7 +244,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 			}
 			continue
 		case StateOpen:
-			if wait := b.openUntil.Sub(now); wait > 0 {
+			if wait := b.openWaitLocked(now); wait > 0 {
 				b.mu.Unlock()
 				return b.refuse(now, StateOpen, RefusedOpen, wait)
 			}
@@ -281,7 +284,7 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 			// expired. gobreaker's 1ns timeout has already let us into its
 			// next half-open generation, but our hold has not expired:
 			// release the slot without deciding, and refuse.
-			why, wait := RefusedOpen, b.openUntil.Sub(now)
+			why, wait := RefusedOpen, b.openWaitLocked(now)
 			if b.isolated {
 				why, wait = RefusedIsolated, b.pol.OpenFor
 			}
@@ -330,6 +333,26 @@ func (b *Breaker) expiredProbesLocked(now time.Time) []*ticketRec {
 	return out
 }
 
+// openWaitLocked returns what remains of the open hold at now. The wait
+// never exceeds the hold's length as it was set: a clock that stepped
+// backwards (a custom Clock, a VM restored from a snapshot) re-anchors the
+// hold at now instead of stretching it past MaxOpenFor or MaxRetryHint.
+// Caller holds mu.
+func (b *Breaker) openWaitLocked(now time.Time) time.Duration {
+	w := b.openUntil.Sub(now)
+	if w > b.openLen {
+		b.openUntil, w = now.Add(b.openLen), b.openLen
+	}
+	return w
+}
+
+func minTime(a, c time.Time) time.Time {
+	if c.Before(a) {
+		return c
+	}
+	return a
+}
+
 // claimProbe takes the single report of a probe, unless its real outcome (or
 // another claim) won the race.
 func claimProbe(r *ticketRec) (done func(error), ok bool) {
@@ -373,6 +396,7 @@ func (b *Breaker) ObserveRetryAfter(d time.Duration) {
 	}
 	if State(b.state.Load()) == StateOpen && until.After(b.openUntil) {
 		b.openUntil = until
+		b.openLen = max(b.openLen, d)
 	}
 	b.mu.Unlock()
 }
@@ -450,7 +474,7 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 	st := State(b.state.Load())
 	switch st {
 	case StateOpen:
-		w := b.openUntil.Sub(now)
+		w := b.openWaitLocked(now)
 		b.mu.Unlock()
 		if w <= 0 {
 			return StateHalfOpen, 0

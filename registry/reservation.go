@@ -55,6 +55,12 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 // Valid reports whether r came from an admitted call.
 func (r Reservation) Valid() bool { return r.b != nil }
 
+// Probe reports whether r is a half-open probe. An owner that must drop
+// entries to bound its memory drops ordinary calls, never probes: releasing
+// a probe unreported frees its slot and admits a second probe while the
+// first is still running.
+func (r *Reservation) Probe() bool { return r.probe.Valid() }
+
 // Report reports the outcome with an optional server retry hint (0 for none).
 func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if r.b == nil {
