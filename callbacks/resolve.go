@@ -7,6 +7,7 @@ import (
 	"path"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/adk/tool"
 
@@ -77,6 +78,8 @@ type binding struct {
 	builder  *degrade.Builder
 	classify Classifier
 	lastGood *lastGoodCache
+	// callTimeout is the breaker policy's CallTimeout (guarded tools).
+	callTimeout time.Duration
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
@@ -137,8 +140,9 @@ func isPattern(s string) bool {
 }
 
 // keyOf is the cache key of a tool: its name, and its DependencyKey if it
-// reports one.
+// reports one. A GuardedTool resolves as the tool it guards.
 func keyOf(t tool.Tool) bindKey {
+	t = Unwrap(t)
 	if dk, ok := t.(DependencyKeyer); ok {
 		return bindKey{name: t.Name(), dep: dk.DependencyKey()}
 	}
@@ -204,6 +208,9 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 			br = nil
 		}
 		b.br = br
+		if br != nil {
+			b.callTimeout = br.Policy().CallTimeout
+		}
 		dep := r.deps[key]
 		b.classify = dep.Classify
 		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
@@ -249,5 +256,16 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	if !ok {
 		return nil
 	}
-	return &binding{key: key, tool: k.name, br: br}
+	return &binding{key: key, tool: k.name, br: br, callTimeout: br.Policy().CallTimeout}
+}
+
+// protects reports whether calls of t go through a breaker (or will, once
+// its breaker is created): it creates nothing.
+func (r *resolver) protects(t tool.Tool) bool {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
+		return b.br != nil
+	}
+	_, ok := r.keyFor(k)
+	return ok
 }

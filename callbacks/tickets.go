@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/adk/agent"
 
@@ -26,7 +27,26 @@ type pending struct {
 	bd  *binding
 	ctx callKey
 	inv string // for AfterRun's drain
+	// ranAt is when a GuardedTool's Run started (zero until then).
+	ranAt time.Time
+	flags callFlags
+	// raw is the tool's own outcome, once flagReported is set.
+	raw registry.Outcome
 }
+
+// callFlags record what the handler knows of a pending call.
+type callFlags uint8
+
+const (
+	// flagGuarded: the call was dispatched to a GuardedTool of this handler,
+	// so its Run marks whether the tool really ran.
+	flagGuarded callFlags = 1 << iota
+	// flagRan: the tool's Run started.
+	flagRan
+	// flagReported: Run reported the tool's own outcome; the entry waits
+	// for AfterTool to compare it with what AfterTool is shown.
+	flagReported
+)
 
 const (
 	ticketShards = 16
@@ -95,6 +115,7 @@ func (s *ticketShard) removeAtLocked(i int) {
 	}
 	s.small[last].ctx, s.small[last].inv = nil, ""
 	s.small[last].tk = registry.Reservation{}
+	s.small[last].flags = 0
 	s.small = s.small[:last]
 }
 
@@ -106,7 +127,7 @@ func (s *ticketShard) removeAtLocked(i int) {
 // second probe while the first runs). Probes are few (HalfOpenProbes per
 // breaker, bounded by the registry's cap), so a shard full of probes goes
 // over its cap rather than drop one; their leases still bound them.
-func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding) bool {
+func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding, flags callFlags) bool {
 	s := t.shard(call)
 	s.mu.Lock()
 	if s.indexLocked(ctx) >= 0 {
@@ -122,7 +143,7 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 	if s.lenLocked() >= t.perCap {
 		evicted, evict = s.evictLocked()
 	}
-	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv}
+	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv, flags: flags}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
@@ -148,7 +169,7 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 // gobreaker is called with the shard lock held. That is safe: lock order is
 // shard → gobreaker → breaker → notifier, and nothing holding a later lock
 // takes a shard lock; no user code runs there.
-func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
+func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding, flags callFlags) bool {
 	s := t.shard(call)
 	s.mu.Lock()
 	n := len(s.small)
@@ -163,7 +184,7 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
 		s.mu.Unlock()
 		return false
 	}
-	p.bd, p.ctx, p.inv = bd, ctx, inv
+	p.bd, p.ctx, p.inv, p.flags, p.ranAt = bd, ctx, inv, flags, time.Time{}
 	s.n.Store(int32(n + 1))
 	s.mu.Unlock()
 	return true
@@ -194,52 +215,104 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 
 // reportSuccess reports ctx's pending call as a success and returns its
 // binding (nil when there is none: the plugin's own short-circuit, or a call
-// it never admitted).
+// it never admitted). Tests use it; the handler goes through takeEntry.
 func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
-	_, bd := t.finish(ctx, call, true)
-	return bd
+	p, found, handled := t.takeEntry(ctx, call, true)
+	if found && !handled {
+		p.tk.Report(registry.Success, 0)
+	}
+	return p.bd
 }
 
 // take removes ctx's pending call and returns its reservation, for the
 // caller to report, and its binding (nil when there is none).
 func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {
-	return t.finish(ctx, call, false)
+	p, _, _ := t.takeEntry(ctx, call, false)
+	return p.tk, p.bd
 }
 
-// finish removes ctx's pending call. With success, it reports the call as a
-// success itself — in place, under the shard lock, so the reservation is not
-// copied (safe by the lock order on reserve) — and returns a zero
-// reservation; otherwise it returns the reservation to the caller.
-func (t *tickets) finish(ctx callKey, call string, success bool) (registry.Reservation, *binding) {
+// takeEntry removes ctx's pending call and returns it. With plainSuccess,
+// an ordinary call (unguarded, not a probe) is reported as a success in
+// place, under the shard lock, so the reservation is not copied (safe by the
+// lock order on reserve), and handled is true; the returned entry then holds
+// no reservation.
+func (t *tickets) takeEntry(ctx callKey, call string, plainSuccess bool) (p pending, found, handled bool) {
 	s := t.shard(call)
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
-		p := &s.small[i]
-		var tk registry.Reservation
-		if success {
-			p.tk.Report(registry.Success, 0)
+		e := &s.small[i]
+		if plainSuccess && e.flags == 0 && !e.tk.Probe() {
+			e.tk.Report(registry.Success, 0)
+			p.bd, handled = e.bd, true
 		} else {
-			tk = p.tk
+			p = *e
 		}
-		bd := p.bd
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
-		return tk, bd
+		p.ctx = nil
+		return p, true, handled
 	}
-	p, ok := s.big[ctx]
-	if ok {
+	p, found = s.big[ctx]
+	if found {
 		s.deleteBigLocked(ctx)
 	}
 	s.mu.Unlock()
-	if !ok {
-		return registry.Reservation{}, nil
+	p.ctx = nil
+	return p, found, false
+}
+
+// update runs fn on ctx's pending call under its shard lock and reports
+// whether there was one.
+func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
+	s := t.shard(call)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.indexLocked(ctx); i >= 0 {
+		fn(&s.small[i])
+		return true
 	}
-	if success {
-		p.tk.Report(registry.Success, 0)
-		return registry.Reservation{}, p.bd
+	if p, ok := s.big[ctx]; ok {
+		fn(&p)
+		s.big[ctx] = p
+		return true
 	}
-	return p.tk, p.bd
+	return false
+}
+
+// markRan records that a GuardedTool's Run started for ctx's call. It
+// returns the call's binding, and whether its outcome is still to be
+// reported (false for a call the handler did not admit).
+func (t *tickets) markRan(ctx callKey, call string, now time.Time) (bd *binding, tracked bool) {
+	t.update(ctx, call, func(p *pending) {
+		bd = p.bd
+		tracked = p.flags&flagReported == 0
+		p.flags |= flagGuarded | flagRan
+		p.ranAt = now
+	})
+	return bd, tracked
+}
+
+// ran reports the tool's own outcome of ctx's call. The entry stays, marked
+// reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
+// outcome it is shown with the tool's own.
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration) {
+	var tk registry.Reservation
+	t.update(ctx, call, func(p *pending) {
+		if p.flags&flagReported != 0 {
+			return
+		}
+		tk, p.tk = p.tk, registry.Reservation{}
+		p.flags |= flagReported
+		p.raw = o
+	})
+	tk.Report(o, hint)
+}
+
+// flagsOf returns the flags of ctx's pending call.
+func (t *tickets) flagsOf(ctx callKey, call string) (f callFlags, found bool) {
+	found = t.update(ctx, call, func(p *pending) { f = p.flags })
+	return f, found
 }
 
 // deleteBigLocked removes an overflow entry; an emptied overflow map is

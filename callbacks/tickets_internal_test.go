@@ -33,14 +33,14 @@ const sameShardID = "adk-000000-zz"
 
 func admit(t *testing.T, tix *tickets, ctx callKey, call, inv string, bd *binding) {
 	t.Helper()
-	if tix.reserve(ctx, call, inv, bd) {
+	if tix.reserve(ctx, call, inv, bd, 0) {
 		return
 	}
 	tk, d := bd.br.Reserve()
 	if !d.Allowed {
 		t.Fatal("refused")
 	}
-	if !tix.put(ctx, call, inv, tk, bd) {
+	if !tix.put(ctx, call, inv, tk, bd, 0) {
 		t.Fatal("not tracked")
 	}
 }
@@ -94,7 +94,7 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	c := &callCtx{}
 	admit(t, tix, c, "adk-dup-000001", "inv", bd)
 	tk2, _ := br.Reserve()
-	if tix.put(c, "adk-dup-000001", "inv", tk2, bd) { // the same call admitted twice: not tracked
+	if tix.put(c, "adk-dup-000001", "inv", tk2, bd, 0) { // the same call admitted twice: not tracked
 		t.Fatal("a duplicate was tracked")
 	}
 	tk2.Report(registry.Excluded, 0)
@@ -106,7 +106,7 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	}
 	for i := range 17 { // past the per-shard cap the oldest entry is abandoned
 		tk, _ := br.Reserve()
-		tix.put(&callCtx{n: i}, fmt.Sprint(sameShardID), "inv", tk, bd)
+		tix.put(&callCtx{n: i}, fmt.Sprint(sameShardID), "inv", tk, bd, 0)
 	}
 	if n := tix.len(); n != 16 {
 		t.Fatalf("pending = %d, want the cap 16", n)
@@ -148,7 +148,7 @@ func TestTicketsCapNeverEvictsProbe(t *testing.T) {
 	if !d.Allowed || !probe.Probe() {
 		t.Fatalf("no probe admitted: %+v", d)
 	}
-	if !tix.put(&callCtx{n: -1}, sameShardID, "inv", probe, probeBd) {
+	if !tix.put(&callCtx{n: -1}, sameShardID, "inv", probe, probeBd, 0) {
 		t.Fatal("probe not tracked")
 	}
 	for i := range 40 { // fill the shard far past its cap with ordinary calls

@@ -79,6 +79,8 @@ type Policy struct {
 	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
 	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+	NoTripOnRetryHint   *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
+	CallTimeout         Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -424,6 +426,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
+		NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint), CallTimeout: time.Duration(p.CallTimeout),
 	}
 }
 
@@ -462,6 +465,8 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
+	base.NoTripOnRetryHint = base.NoTripOnRetryHint || over.NoTripOnRetryHint
+	setD(&base.CallTimeout, over.CallTimeout)
 	return base
 }
 
@@ -487,6 +492,9 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter
+	}
+	if p.NoTripOnRetryHint != nil {
+		out.NoTripOnRetryHint = *p.NoTripOnRetryHint
 	}
 	return out
 }

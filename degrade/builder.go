@@ -133,7 +133,11 @@ func (b *Builder) Build(reason Reason, retryAfter time.Duration, thisTurn int, l
 	m[KeyDependency] = b.dep
 	m[KeyTool] = b.tool
 	m[KeyReason] = boxedReasons[ri]
-	m[KeyRetry] = boxedRetry(RetryAfterSeconds(retryAfter))
+	if allReasons[ri] == ReasonIsolated {
+		m[KeyRetry] = noRetry
+	} else {
+		m[KeyRetry] = boxedRetry(RetryAfterSeconds(retryAfter))
+	}
 	if thisTurn <= maxBoxedTurn {
 		m[KeyShortCircuits] = b.shortCircuits[thisTurn]
 	} else {

@@ -53,3 +53,45 @@ func TestMaxBreakersRange(t *testing.T) {
 		t.Errorf("WithMaxBreakers(limit) = %v, %v", r, err)
 	}
 }
+
+// A hint reported after Reset by a call admitted before it must not apply
+// to the fresh breaker: neither a trip nor a floor for a later hold.
+func TestHintAfterResetIsDropped(t *testing.T) {
+	pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true}
+	_, _, b := newBreaker(t, pol)
+	tk := mustAdmit(t, b)
+	res, d := b.Reserve()
+	if !d.Allowed {
+		t.Fatal("refused")
+	}
+	b.Reset()
+	tk.DoneWithRetryAfter(failure, time.Hour)
+	res.Report(failure, time.Hour)
+	res.Trip(time.Hour, registry.CauseQuotaExhausted)
+	if st := b.Status(); st.State != closed || st.RetryAfter != 0 {
+		t.Fatalf("after late hints: %+v, want closed", st)
+	}
+	report(t, b, failure) // a fresh trip: the policy's hold, no stale floor
+	if w := b.RetryAfter(); w != 10*time.Second {
+		t.Fatalf("hold after a fresh trip = %v, want 10s (no floor from before the reset)", w)
+	}
+}
+
+// The cause of the current open is the breaker's own record.
+func TestStatusCause(t *testing.T) {
+	_, _, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 5, OpenFor: 10 * time.Second, NoJitter: true})
+	if c := b.Status().Cause; c != 0 {
+		t.Fatalf("closed cause = %v", c)
+	}
+	mustAdmit(t, b).DoneWithRetryAfter(failure, 20*time.Second)
+	if st := b.Status(); st.State != open || st.Cause != registry.CauseRetryHint || st.RetryAfter != 20*time.Second {
+		t.Fatalf("after a 429 with a hint: %+v", st)
+	}
+	if _, d := b.Admit(); d.Cause != registry.CauseRetryHint {
+		t.Fatalf("refusal cause = %v", d.Cause)
+	}
+	b.Reset()
+	if c := b.Status().Cause; c != 0 {
+		t.Fatalf("cause after reset = %v", c)
+	}
+}

@@ -83,6 +83,7 @@ type Breaker struct {
 	reopens    int           // Guarded by mu: re-trips since the last close.
 	probes     []*ticketRec  // Guarded by mu: outstanding half-open probes.
 	nextCause  Cause         // Guarded by mu: cause for the next callback transition.
+	openCause  Cause         // Guarded by mu: what opened the breaker last (0 while closed).
 	tripExact  bool          // Guarded by mu: Trip in progress: hold = the hint only.
 	lastChange time.Time     // Guarded by mu.
 	trips      uint64        // Guarded by mu: times opened.
@@ -157,6 +158,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 			until = minTime(b.hintUntil, now.Add(b.pol.MaxRetryHint))
 		}
 		b.openUntil, b.openLen = until, until.Sub(now)
+		b.openCause = cause
 		b.probes = b.probes[:0]
 		b.trips++
 		b.setStateLocked(prev, StateOpen, cause, now, until.Sub(now))
@@ -164,6 +166,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		b.reopens = 0
 		b.probes = b.probes[:0]
 		b.openUntil = time.Time{}
+		b.openCause = 0
 		b.setStateLocked(prev, StateClosed, CauseProbeSucceeded, now, 0)
 	case gobreaker.StateHalfOpen:
 		// Public half-open is entered by admitSlow when the hold expires.
@@ -192,8 +195,8 @@ func (b *Breaker) Policy() Policy { return b.pol }
 // allocate.
 func (b *Breaker) Admit() (Ticket, Decision) {
 	if State(b.state.Load()) == StateClosed {
-		if done, ok := b.allowClosed(); ok {
-			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+		if done, cb, ok := b.allowClosed(); ok {
+			return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 		}
 	}
 	return b.admitSlow()
@@ -202,16 +205,17 @@ func (b *Breaker) Admit() (Ticket, Decision) {
 // allowClosed admits a call through gobreaker while the breaker is closed.
 // A call that raced with a trip (gobreaker may have admitted it as an early
 // probe) is released without deciding, and ok is false.
-func (b *Breaker) allowClosed() (done func(error), ok bool) {
-	done, err := b.cb.Load().Allow()
+func (b *Breaker) allowClosed() (done func(error), cb *gb, ok bool) {
+	cb = b.cb.Load()
+	done, err := cb.Allow()
 	if err != nil {
-		return nil, false
+		return nil, nil, false
 	}
 	if State(b.state.Load()) != StateClosed {
 		done(errExcluded)
-		return nil, false
+		return nil, nil, false
 	}
-	return done, true
+	return done, cb, true
 }
 
 // Allow is Admit with the refusal as an error (*OpenError, matching ErrOpen).
@@ -229,7 +233,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 		b.mu.Lock()
 		if b.isolated {
 			b.mu.Unlock()
-			return b.refuse(now, StateOpen, RefusedIsolated, b.pol.OpenFor)
+			return b.refuse(now, StateOpen, RefusedIsolated, UntilReset, CauseIsolated)
 		}
 		st := State(b.state.Load())
 		switch st {
@@ -237,16 +241,17 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 			b.mu.Unlock()
 			if attempt > 2 {
 				// Pathological churn; refuse rather than spin.
-				return b.refuse(now, StateClosed, RefusedOpen, time.Second)
+				return b.refuse(now, StateClosed, RefusedOpen, time.Second, 0)
 			}
-			if done, ok := b.allowClosed(); ok {
-				return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			if done, cb, ok := b.allowClosed(); ok {
+				return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 			}
 			continue
 		case StateOpen:
 			if wait := b.openWaitLocked(now); wait > 0 {
+				cause := b.openCause
 				b.mu.Unlock()
-				return b.refuse(now, StateOpen, RefusedOpen, wait)
+				return b.refuse(now, StateOpen, RefusedOpen, wait, cause)
 			}
 			// Hold expired: enter half-open before admitting, so the
 			// transition is ordered before the probe's own outcome.
@@ -278,22 +283,22 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 		case StateClosed:
 			b.mu.Unlock()
 			// Closed meanwhile: an ordinary call.
-			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 		default:
 			// Re-opened (a probe failed) or isolated since the hold
 			// expired. gobreaker's 1ns timeout has already let us into its
 			// next half-open generation, but our hold has not expired:
 			// release the slot without deciding, and refuse.
-			why, wait := RefusedOpen, b.openWaitLocked(now)
+			why, wait, cause := RefusedOpen, b.openWaitLocked(now), b.openCause
 			if b.isolated {
-				why, wait = RefusedIsolated, b.pol.OpenFor
+				why, wait, cause = RefusedIsolated, UntilReset, CauseIsolated
 			}
 			b.mu.Unlock()
 			done(errExcluded)
-			return b.refuse(now, StateOpen, why, max(wait, 0))
+			return b.refuse(now, StateOpen, why, max(wait, 0), cause)
 		}
 		lease := now.Add(b.pol.ProbeLease)
-		t := b.ticket(done, true, lease)
+		t := b.ticket(done, cb, true, lease)
 		b.probes = append(b.probes, t.r)
 		b.mu.Unlock()
 		return t, Decision{Allowed: true, State: StateHalfOpen}
@@ -305,16 +310,20 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 				wait = w
 			}
 		}
+		cause := b.openCause
 		b.mu.Unlock()
-		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0), cause)
 	default: // ErrOpenState: within gobreaker's 1ns timeout of a trip (or under frozen synctest time), or around a Reset
-		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor)
+		b.mu.Lock()
+		cause := b.openCause
+		b.mu.Unlock()
+		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor, cause)
 	}
 }
 
-func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration) (Ticket, Decision) {
+func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration, cause Cause) (Ticket, Decision) {
 	b.shortCircuits.Add(1)
-	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now}
+	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 }
 
 // expiredProbesLocked removes and returns probes whose lease has expired.
@@ -379,6 +388,25 @@ func (b *Breaker) expire(r *ticketRec) {
 	b.mu.Unlock()
 }
 
+// applyHint applies a server retry hint reported with an outcome of a call
+// admitted by gobreaker cb. A hint from a call admitted before a Reset (cb is
+// no longer the live gobreaker) is dropped: the fresh breaker owes it
+// nothing. By default a failure with a hint opens the breaker at once for
+// the hint (Trip with CauseRetryHint), for tools and model endpoints alike;
+// with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
+// floor for the hold (ObserveRetryAfter). It reports whether it tripped.
+func (b *Breaker) applyHint(o Outcome, hint time.Duration, cb *gb) bool {
+	if hint <= 0 || (cb != nil && b.cb.Load() != cb) {
+		return false
+	}
+	if o == Failure && !b.pol.NoTripOnRetryHint {
+		b.Trip(hint, CauseRetryHint)
+		return true
+	}
+	b.ObserveRetryAfter(hint)
+	return false
+}
+
 // ObserveRetryAfter records a server's retry hint (Retry-After, RetryInfo).
 // The hint becomes a floor for the open hold: the breaker stays open for at
 // least max(hint, configured hold) from now; a later, shorter hint never
@@ -411,6 +439,7 @@ func (b *Breaker) Isolate() {
 	}
 	prev := State(b.state.Load())
 	b.isolated = true
+	b.openCause = CauseIsolated
 	b.probes = b.probes[:0]
 	b.state.Store(int32(StateOpen))
 	b.lastChange = now
@@ -426,6 +455,7 @@ func (b *Breaker) Reset() {
 	defer b.mu.Unlock()
 	prev := State(b.state.Load())
 	b.isolated = false
+	b.openCause = 0
 	b.openUntil, b.hintUntil = time.Time{}, time.Time{}
 	b.reopens = 0
 	b.probes = b.probes[:0]
@@ -445,7 +475,7 @@ func (b *Breaker) State() State {
 
 // RetryAfter returns the time until the breaker next admits a probe: the
 // remaining open hold, or the busy probe's remaining lease; zero when calls
-// are admitted now.
+// are admitted now; UntilReset while an operator isolates the dependency.
 func (b *Breaker) RetryAfter() time.Duration {
 	_, w := b.stateAndWait()
 	return w
@@ -469,7 +499,7 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 	b.mu.Lock()
 	if b.isolated {
 		b.mu.Unlock()
-		return StateOpen, b.pol.OpenFor
+		return StateOpen, UntilReset // until an operator resets it: no retry time is true
 	}
 	st := State(b.state.Load())
 	switch st {
@@ -533,9 +563,16 @@ func (b *Breaker) Counts() Counts {
 
 // Status is a point-in-time view of one dependency, for payloads and operators.
 type Status struct {
-	Key        Key
-	State      State
-	Isolated   bool
+	Key      Key
+	State    State
+	Isolated bool
+	// Cause is what opened the breaker last — CauseTrip, CauseProbeFailed,
+	// CauseLeaseExpired, CauseRetryHint, CauseQuotaExhausted or
+	// CauseIsolated — while it is open or half-open; zero while closed.
+	Cause Cause
+	// RetryAfter is the time until the breaker next admits a probe: zero
+	// when calls are admitted now, UntilReset for an isolated dependency
+	// (which admits nothing until an operator resets it).
 	RetryAfter time.Duration
 	// Since is when the state last changed.
 	Since  time.Time
@@ -547,7 +584,10 @@ func (b *Breaker) Status() Status {
 	st, w := b.stateAndWait()
 	c := b.Counts()
 	b.mu.Lock()
-	s := Status{Key: b.key, State: st, Isolated: b.isolated, RetryAfter: w, Since: b.lastChange, Counts: c}
+	s := Status{Key: b.key, State: st, Isolated: b.isolated, Cause: b.openCause, RetryAfter: w, Since: b.lastChange, Counts: c}
+	if st == StateClosed {
+		s.Cause = 0
+	}
 	b.mu.Unlock()
 	return s
 }

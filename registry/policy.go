@@ -65,6 +65,22 @@ type Policy struct {
 	// a floor for the open hold, so a hostile or broken hint cannot hold the
 	// dependency forever. If 0, 1h.
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+
+	// NoTripOnRetryHint keeps the behaviour before retry hints tripped: a
+	// failure carrying a server retry hint (HTTP 429 or 503 with Retry-After,
+	// a Gemini RetryInfo) counts as one ordinary failure, and the hint only
+	// sets a floor for the hold once the thresholds open the breaker. By
+	// default such a failure opens the breaker at once, for the hint (capped
+	// at MaxRetryHint), for tools and model endpoints alike.
+	NoTripOnRetryHint bool `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
+
+	// CallTimeout, if positive, bounds one call of a guarded function tool:
+	// the context the tool runs with carries this deadline, and a call that
+	// ends after it counts as a failure of the dependency (the caller's own
+	// cancellation stays excluded). If 0, no deadline of ours. Model endpoints
+	// and MCP servers have their own timeouts (failover.Endpoint.Timeout,
+	// mcpguard policies). Must not exceed ProbeLease.
+	CallTimeout time.Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
 }
 
 // Default values of a zero Policy.
@@ -186,6 +202,11 @@ func (p Policy) Validate() error {
 	}
 	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
 		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
+	}
+	if p.CallTimeout < 0 {
+		bad("call_timeout", "must be ≥ 0, got %s", p.CallTimeout)
+	} else if p.CallTimeout > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.CallTimeout {
+		bad("probe_lease", "must be ≥ call_timeout (%s), got %s", p.CallTimeout, r.ProbeLease)
 	}
 	return errors.Join(errs...)
 }

@@ -15,6 +15,7 @@ import "time"
 type Reservation struct {
 	b     *Breaker
 	done  func(error)
+	cb    *gb // the gobreaker that admitted the call (its generation)
 	start time.Time
 	probe Ticket // valid only for half-open probes
 }
@@ -41,11 +42,11 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
-	done, ok := b.allowClosed()
+	done, cb, ok := b.allowClosed()
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.probe = b, done, Ticket{}
+	r.b, r.done, r.cb, r.probe = b, done, cb, Ticket{}
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -61,7 +62,8 @@ func (r Reservation) Valid() bool { return r.b != nil }
 // first is still running.
 func (r *Reservation) Probe() bool { return r.probe.Valid() }
 
-// Report reports the outcome with an optional server retry hint (0 for none).
+// Report reports the outcome with an optional server retry hint (0 for none;
+// see Ticket.DoneWithRetryAfter for what a hint does).
 func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if r.b == nil {
 		return
@@ -70,7 +72,28 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
 	}
-	r.done(r.b.outcomeErr(o, hint, r.start))
+	if hint > 0 {
+		r.b.applyHint(o, hint, r.cb) // a trip moves gobreaker on: the report below is then ignored
+	}
+	r.done(r.b.outcomeErr(o, r.start))
+}
+
+// Trip opens the breaker for hold with cause (see Breaker.Trip), unless r
+// was admitted before a Reset: an outcome of a call the fresh breaker never
+// admitted must not open it. The caller still reports r (that report is then
+// ignored, as the trip counted the failure).
+func (r *Reservation) Trip(hold time.Duration, cause Cause) {
+	if r.b == nil {
+		return
+	}
+	cb := r.cb
+	if r.probe.Valid() {
+		cb = r.probe.r.cb
+	}
+	if cb != nil && r.b.cb.Load() != cb {
+		return
+	}
+	r.b.Trip(hold, cause)
 }
 
 // Closed reports, without locking, whether the breaker is closed right now.

@@ -25,6 +25,7 @@ type ticketRec struct {
 	seq   atomic.Uint64
 	b     *Breaker
 	done  func(error)
+	cb    *gb       // the gobreaker that admitted the call (its generation)
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
@@ -34,14 +35,14 @@ type ticketRec struct {
 
 var ticketPool = sync.Pool{New: func() any { return new(ticketRec) }}
 
-func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
+func (b *Breaker) ticket(done func(error), cb *gb, probe bool, lease time.Time) Ticket {
 	var r *ticketRec
 	if probe {
 		r = new(ticketRec)
 	} else {
 		r = ticketPool.Get().(*ticketRec)
 	}
-	r.b, r.done, r.probe, r.lease = b, done, probe, lease
+	r.b, r.done, r.cb, r.probe, r.lease = b, done, cb, probe, lease
 	if b.pol.SlowCall > 0 {
 		r.start = b.reg.clock.Now()
 	} else {
@@ -67,20 +68,40 @@ func (t Ticket) Probe() bool {
 // ticket was already reported (or expired, for a probe).
 func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 
-// DoneWithRetryAfter reports the outcome together with a server retry hint,
-// which becomes a floor for the open hold (see Breaker.ObserveRetryAfter).
+// DoneWithRetryAfter reports the outcome together with a server retry hint.
+// A failure with a hint opens the breaker at once for the hint, unless the
+// policy sets NoTripOnRetryHint; otherwise the hint becomes a floor for the
+// open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, start, probe := r.b, r.done, r.start, r.probe
-	r.b, r.done = nil, nil
+	b, done, cb, start, probe := r.b, r.done, r.cb, r.start, r.probe
+	r.b, r.done, r.cb = nil, nil, nil
 	if !probe {
 		ticketPool.Put(r)
 	}
-	err := b.outcomeErr(o, hint, start)
-	done(err)
+	err := b.outcomeErr(o, start)
+	switch {
+	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && b.cb.Load() == cb:
+		// A failed probe with a hint re-opens for at least the hint, with
+		// the hint's cause.
+		b.ObserveRetryAfter(hint)
+		b.mu.Lock()
+		b.nextCause = CauseRetryHint
+		b.mu.Unlock()
+		done(errFailure)
+		b.mu.Lock()
+		b.nextCause = 0
+		b.mu.Unlock()
+	case hint > 0:
+		b.applyHint(o, hint, cb) // a trip moves gobreaker on: done below is then ignored
+		done(err)
+	default:
+		done(err)
+	}
 	if probe {
 		b.mu.Lock()
 		for i, p := range b.probes {
@@ -94,13 +115,9 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	return true
 }
 
-// outcomeErr records a retry hint and translates an outcome into the error
-// handed to gobreaker's done: a success slower than Policy.SlowCall is a
-// failure.
-func (b *Breaker) outcomeErr(o Outcome, hint time.Duration, start time.Time) error {
-	if hint > 0 {
-		b.ObserveRetryAfter(hint)
-	}
+// outcomeErr translates an outcome into the error handed to gobreaker's
+// done: a success slower than Policy.SlowCall is a failure.
+func (b *Breaker) outcomeErr(o Outcome, start time.Time) error {
 	switch o {
 	case Failure:
 		return errFailure
