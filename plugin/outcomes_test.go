@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
 	"google.golang.org/adk/plugin/retryandreflect"
 	"google.golang.org/adk/runner"
@@ -443,5 +444,65 @@ func TestGuardedToolKeepsItsIdentity(t *testing.T) {
 	}
 	if h.Guard(g) != g {
 		t.Fatal("a guarded tool was guarded twice")
+	}
+}
+
+// TestGuardKeepsLongRunningAndTransfer: on the real runner, a guarded
+// long-running tool still has its call ID reported as long-running, and a
+// guarded transfer_to_agent still transfers.
+func TestGuardKeepsLongRunningAndTransfer(t *testing.T) {
+	h, err := breaker.NewHandler()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := breaker.FromHandler(h, "")
+	job, _ := functiontool.New(functiontool.Config{Name: "start_job", Description: "Start a job.", IsLongRunning: true},
+		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"job": "j1"}, nil })
+	sub, err := llmagent.New(llmagent.Config{Name: "helper", Description: "Helps.",
+		Model: scripted.New("sub", func(*model.LLMRequest) *model.LLMResponse { return scripted.Text("helper here") }).WithoutLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rootModel := scripted.New("root", func(req *model.LLMRequest) *model.LLMResponse {
+		if rs := scripted.LastResponses(req); rs != nil {
+			return scripted.CallTools(scripted.Call{Name: "transfer_to_agent", Args: map[string]any{"agent_name": "helper"}})
+		}
+		return scripted.CallTools(scripted.Call{Name: "start_job", Args: map[string]any{}})
+	})
+	root, err := llmagent.New(llmagent.Config{Name: "root", Tools: []tool.Tool{job}, SubAgents: []agent.Agent{sub}, Model: rootModel})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "lr", Agent: root, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var longRunning []string
+	var helperSpoke bool
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		longRunning = append(longRunning, ev.LongRunningToolIDs...)
+		if ev.Author == "helper" && ev.Content != nil && len(ev.Content.Parts) > 0 && ev.Content.Parts[0].Text == "helper here" {
+			helperSpoke = true
+		}
+	}
+	for _, name := range []string{"start_job", "transfer_to_agent"} {
+		if _, ok := rootModel.Requests()[0].Tools[name].(*callbacks.GuardedTool); !ok {
+			t.Fatalf("req.Tools[%s] is %T, want it guarded", name, rootModel.Requests()[0].Tools[name])
+		}
+	}
+	if len(longRunning) == 0 {
+		t.Error("the guarded long-running tool's call ID was not reported as long-running")
+	}
+	if !helperSpoke {
+		t.Error("transfer_to_agent did not transfer")
+	}
+	for _, k := range []registry.Key{"start_job", "transfer_to_agent"} {
+		if b, ok := h.Registry().Lookup(k); !ok || b.Counts().Successes != 1 {
+			t.Errorf("breaker %q: %v, want one success counted through the guard", k, ok)
+		}
 	}
 }
