@@ -95,3 +95,30 @@ func TestStatusCause(t *testing.T) {
 		t.Fatalf("cause after reset = %v", c)
 	}
 }
+
+// A half-open probe failing with a retry hint re-opens for at least the
+// hint, with the hint's cause; with NoTripOnRetryHint the hint is a floor.
+func TestProbeFailureWithHint(t *testing.T) {
+	for _, noTrip := range []bool{false, true} {
+		pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true, NoTripOnRetryHint: noTrip}
+		clk, _, b := newBreaker(t, pol)
+		trip(t, b)
+		clk.Advance(11 * time.Second)
+		probe := mustAdmit(t, b)
+		if !probe.Probe() {
+			t.Fatal("not a probe")
+		}
+		probe.DoneWithRetryAfter(failure, 90*time.Second)
+		st := b.Status()
+		wantCause := registry.CauseRetryHint
+		if noTrip {
+			wantCause = registry.CauseProbeFailed
+		}
+		if st.State != open || st.RetryAfter != 90*time.Second || st.Cause != wantCause {
+			t.Fatalf("noTrip=%v: after a failed probe with a 90s hint: %+v", noTrip, st)
+		}
+		if b.PendingProbes() != 0 {
+			t.Fatalf("probe still pending")
+		}
+	}
+}

@@ -379,8 +379,13 @@ func (b *Breaker) expire(r *ticketRec) {
 	if !ok {
 		return
 	}
+	b.failProbe(done, CauseLeaseExpired)
+}
+
+// failProbe reports a claimed probe as failed, its re-open carrying cause.
+func (b *Breaker) failProbe(done func(error), cause Cause) {
 	b.mu.Lock()
-	b.nextCause = CauseLeaseExpired
+	b.nextCause = cause
 	b.mu.Unlock()
 	done(errFailure)
 	b.mu.Lock()

@@ -89,13 +89,7 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		// A failed probe with a hint re-opens for at least the hint, with
 		// the hint's cause.
 		b.ObserveRetryAfter(hint)
-		b.mu.Lock()
-		b.nextCause = CauseRetryHint
-		b.mu.Unlock()
-		done(errFailure)
-		b.mu.Lock()
-		b.nextCause = 0
-		b.mu.Unlock()
+		b.failProbe(done, CauseRetryHint)
 	case hint > 0:
 		b.applyHint(o, hint, cb) // a trip moves gobreaker on: done below is then ignored
 		done(err)
