@@ -1,6 +1,8 @@
 package failover_test
 
 import (
+	"errors"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -58,4 +60,26 @@ func TestHintAfterResetIsDropped(t *testing.T) {
 			t.Fatalf("next turn: %q, want the primary", r.text())
 		}
 	})
+}
+
+// TestIsolatedChainNamesNoRetryTime: with every endpoint isolated, nothing
+// says "retry after" a time that would be false.
+func TestIsolatedChainNamesNoRetryTime(t *testing.T) {
+	e := newEnv(t, testPolicy())
+	_ = e.reg.Isolate(primaryKey)
+	_ = e.reg.Isolate(fallbackKey)
+	if down, ra := e.m.ModelUnavailable("chat"); !down || ra != registry.UntilReset {
+		t.Fatalf("ModelUnavailable = %v, %v; want unavailable until reset", down, ra)
+	}
+	r := run(t.Context(), e.m, userReq("hi"), false)
+	var fe *failover.Error
+	if !errors.As(r.err(), &fe) {
+		t.Fatalf("err = %v", r.err())
+	}
+	if msg := fe.Error(); strings.Contains(msg, "retry after") || !strings.Contains(msg, "isolated") {
+		t.Fatalf("Error() = %q", msg)
+	}
+	if h := fe.RetryAfterHint(); h != 0 {
+		t.Fatalf("RetryAfterHint = %v, want none", h)
+	}
 }
