@@ -282,7 +282,7 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 // (nil, nil) so later plugins and agent callbacks still see the error.
 func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
 	call := ctx.FunctionCallID()
-	f, found := h.tix.flagsOf(ctx, call)
+	f, found := h.tix.sawError(ctx, call)
 	if !found {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
@@ -325,7 +325,11 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	case p.flags&flagGuarded != 0:
 		switch {
 		case p.flags&flagReported != 0:
-			if p.raw == registry.Failure && err == nil {
+			// The tool erred, the handler's OnToolError never saw it, and
+			// AfterTool is shown a success: a plugin ahead rewrote it. (An
+			// agent's own OnToolError recovering the error runs after the
+			// handler's, which saw it: that is no mismatch.)
+			if p.flags&(flagToolErr|flagSawErr) == flagToolErr && err == nil {
 				h.mismatch(ctx, bd, t)
 			}
 			if p.raw == registry.Success && err == nil {

@@ -46,6 +46,12 @@ const (
 	// flagReported: Run reported the tool's own outcome; the entry waits
 	// for AfterTool to compare it with what AfterTool is shown.
 	flagReported
+	// flagToolErr: the tool's Run returned an error.
+	flagToolErr
+	// flagSawErr: the handler's OnToolError saw the call's error, so a
+	// later rewrite (an agent's own OnToolError recovering it) came after
+	// the handler, not from a plugin registered ahead of it.
+	flagSawErr
 )
 
 const (
@@ -296,7 +302,7 @@ func (t *tickets) markRan(ctx callKey, call string, now time.Time) (bd *binding,
 // ran reports the tool's own outcome of ctx's call. The entry stays, marked
 // reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
 // outcome it is shown with the tool's own.
-func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration) {
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, toolErr bool) {
 	var tk registry.Reservation
 	t.update(ctx, call, func(p *pending) {
 		if p.flags&flagReported != 0 {
@@ -304,14 +310,21 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 		}
 		tk, p.tk = p.tk, registry.Reservation{}
 		p.flags |= flagReported
+		if toolErr {
+			p.flags |= flagToolErr
+		}
 		p.raw = o
 	})
 	tk.Report(o, hint)
 }
 
-// flagsOf returns the flags of ctx's pending call.
-func (t *tickets) flagsOf(ctx callKey, call string) (f callFlags, found bool) {
-	found = t.update(ctx, call, func(p *pending) { f = p.flags })
+// sawError records that OnToolError saw ctx's call's error and returns the
+// call's flags.
+func (t *tickets) sawError(ctx callKey, call string) (f callFlags, found bool) {
+	found = t.update(ctx, call, func(p *pending) {
+		p.flags |= flagSawErr
+		f = p.flags
+	})
 	return f, found
 }
 

@@ -506,3 +506,26 @@ func TestGuardKeepsLongRunningAndTransfer(t *testing.T) {
 		}
 	}
 }
+
+// TestAgentRecoveryIsNoMismatch: an agent's own on-tool-error callback that
+// recovers an error runs after the plugin saw it: the failure counts, and
+// nothing is reported as a mismatch.
+func TestAgentRecoveryIsNoMismatch(t *testing.T) {
+	var logs bytes.Buffer
+	obs := &mismatchCounter{}
+	a := newToolAgent(t, toolAgentSetup{agent: func(_ *callbacks.Handler, c *llmagent.Config) {
+		c.OnToolErrorCallbacks = []llmagent.OnToolErrorCallback{func(tool.Context, tool.Tool, map[string]any, error) (map[string]any, error) {
+			return map[string]any{"record": "fallback"}, nil
+		}}
+	}}, breaker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), breaker.WithObserver(obs))
+	a.mode.Store(toolDown)
+	if got := a.turn(); got["record"] != "fallback" {
+		t.Fatalf("response = %v", got)
+	}
+	if c := a.breaker().Counts(); c.Failures != 1 {
+		t.Fatalf("counts %+v, want the failure counted", c)
+	}
+	if obs.n.Load() != 0 || strings.Contains(logs.String(), "registered ahead") {
+		t.Fatalf("an agent's own recovery was reported as a mismatch: %d\n%s", obs.n.Load(), logs.String())
+	}
+}
