@@ -529,3 +529,65 @@ func TestAgentRecoveryIsNoMismatch(t *testing.T) {
 		t.Fatalf("an agent's own recovery was reported as a mismatch: %d\n%s", obs.n.Load(), logs.String())
 	}
 }
+
+// TestGuardKeepsToolConfirmation: a guarded tool that requires confirmation
+// still asks (the request is excluded, never a failure), and runs once the
+// user confirms. ADK resumes a confirmed call from the agent's own tool list
+// (unguarded): its success counts as before while the breaker is closed.
+func TestGuardKeepsToolConfirmation(t *testing.T) {
+	h, err := breaker.NewHandler(breaker.WithDependency("pay-api", "pay"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _ := breaker.FromHandler(h, "")
+	var ran atomic.Int64
+	pay, _ := functiontool.New(functiontool.Config{Name: "pay", Description: "Pay an invoice.", RequireConfirmation: true},
+		func(tool.Context, struct{}) (map[string]any, error) { ran.Add(1); return map[string]any{"paid": true}, nil })
+	ag, err := llmagent.New(llmagent.Config{Name: "payer", Tools: []tool.Tool{pay},
+		Model: scripted.New("m", callOnce("pay", map[string]any{})).WithoutLog()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "conf", Agent: ag, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var confirmID string
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("pay it", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ev.Content == nil {
+			continue
+		}
+		for _, part := range ev.Content.Parts {
+			if fc := part.FunctionCall; fc != nil && fc.Name == "adk_request_confirmation" {
+				confirmID = fc.ID
+			}
+		}
+	}
+	b, _ := h.Registry().Lookup("pay-api")
+	if confirmID == "" || ran.Load() != 0 {
+		t.Fatalf("confirmation request %q, tool runs %d: want a request and no run", confirmID, ran.Load())
+	}
+	if c := b.Counts(); c.Failures != 0 || c.Exclusions != 1 {
+		t.Fatalf("counts %+v: want the confirmation request excluded", c)
+	}
+	answer := &genai.Content{Role: genai.RoleUser, Parts: []*genai.Part{{FunctionResponse: &genai.FunctionResponse{
+		ID: confirmID, Name: "adk_request_confirmation", Response: map[string]any{"confirmed": true}}}}}
+	for _, err := range r.Run(t.Context(), "u", "s", answer, agent.RunConfig{}) {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if ran.Load() != 1 {
+		t.Fatalf("tool runs after confirmation = %d, want 1", ran.Load())
+	}
+	if c := b.Counts(); c.Successes != 1 || c.Failures != 0 {
+		t.Fatalf("counts %+v after the confirmed run", c)
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
+	}
+}
