@@ -542,7 +542,10 @@ func TestGuardKeepsToolConfirmation(t *testing.T) {
 	p, _ := breaker.FromHandler(h, "")
 	var ran atomic.Int64
 	pay, _ := functiontool.New(functiontool.Config{Name: "pay", Description: "Pay an invoice.", RequireConfirmation: true},
-		func(tool.Context, struct{}) (map[string]any, error) { ran.Add(1); return map[string]any{"paid": true}, nil })
+		func(tool.Context, struct{}) (map[string]any, error) {
+			ran.Add(1)
+			return map[string]any{"paid": true}, nil
+		})
 	ag, err := llmagent.New(llmagent.Config{Name: "payer", Tools: []tool.Tool{pay},
 		Model: scripted.New("m", callOnce("pay", map[string]any{})).WithoutLog()})
 	if err != nil {
