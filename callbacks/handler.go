@@ -431,9 +431,10 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 
 // BeforeModel ends the turn when the invocation's short-circuit budget is
 // spent or every endpoint of the model is unavailable, returning a final
-// model response the user can read; otherwise it marks (or removes) the
-// declarations of tools whose dependency is open, so the model knows before
-// it tries.
+// model response the user can read; otherwise it guards the request's
+// protected function tools (GuardedTool; ADK dispatches the calls of this
+// model response from req.Tools) and marks (or removes) the declarations of
+// tools whose dependency is open, so the model knows before it tries.
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	inv := ctx.InvocationID()
 	switch total, ended := h.ledger.State(inv); {
