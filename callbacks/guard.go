@@ -204,7 +204,7 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	res, err := g.inner.Run(runCtx, args)
 	if tracked {
 		o := h.judge(ctx, dctx, bd, err)
-		h.tix.ran(ctx, call, o, RetryHint(err), err != nil)
+		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
 	}
 	return res, err
 }

@@ -30,8 +30,10 @@ type pending struct {
 	// ranAt is when a GuardedTool's Run started (zero until then).
 	ranAt time.Time
 	flags callFlags
-	// raw is the tool's own outcome, once flagReported is set.
-	raw registry.Outcome
+	// raw is the tool's own outcome, and result its own result, once
+	// flagReported is set.
+	raw    registry.Outcome
+	result map[string]any
 }
 
 // callFlags record what the handler knows of a pending call.
@@ -121,7 +123,7 @@ func (s *ticketShard) removeAtLocked(i int) {
 	}
 	s.small[last].ctx, s.small[last].inv = nil, ""
 	s.small[last].tk = registry.Reservation{}
-	s.small[last].flags = 0
+	s.small[last].flags, s.small[last].result = 0, nil
 	s.small = s.small[:last]
 }
 
@@ -302,7 +304,7 @@ func (t *tickets) markRan(ctx callKey, call string, now time.Time) (bd *binding,
 // ran reports the tool's own outcome of ctx's call. The entry stays, marked
 // reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
 // outcome it is shown with the tool's own.
-func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, toolErr bool) {
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr bool) {
 	var tk registry.Reservation
 	t.update(ctx, call, func(p *pending) {
 		if p.flags&flagReported != 0 {
@@ -313,7 +315,7 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 		if toolErr {
 			p.flags |= flagToolErr
 		}
-		p.raw = o
+		p.raw, p.result = o, result
 	})
 	tk.Report(o, hint)
 }
