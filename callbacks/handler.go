@@ -101,6 +101,10 @@ type Config struct {
 	Observer Observer
 	// Logger receives warnings (capacity overflow). If nil, slog.Default().
 	Logger *slog.Logger
+	// ToolNote adds a standing sentence (degrade.ToolNote) to the declared
+	// description of every protected tool in each model request, so the
+	// model knows the unavailable payload before it meets one.
+	ToolNote bool
 	// NoAutoGuard stops BeforeModel from replacing the request's protected
 	// function tools by GuardedTools. Without a GuardedTool the handler
 	// cannot tell a call the tool really ran from one an agent callback
@@ -129,6 +133,7 @@ type Handler struct {
 	remove    bool
 	log       *slog.Logger
 	overflow  *logLimiter
+	toolNote  bool
 	autoGuard bool
 
 	mismatchOnce  sync.Once
@@ -161,6 +166,10 @@ func New(cfg Config) (*Handler, error) {
 		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
 	}
 	for k, d := range cfg.Dependencies {
+		if err := degrade.CheckName(string(k)); err != nil {
+			errs = append(errs, fmt.Errorf("dependencies: a name %w", err))
+			continue
+		}
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}
@@ -192,12 +201,8 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.res = res
-	h.overflow = newLogLimiter(time.Minute)
-	res.onOverflow = func(key registry.Key, err error) {
-		if h.overflow.allow(string(key), h.clock.Now()) {
-			h.log.Warn("adkbreaker: dependency left unprotected", "dependency", string(key), "error", err)
-		}
-	}
+	h.toolNote = cfg.ToolNote
+	h.overflow = newLogLimiter(time.Minute) // unprotected.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
@@ -214,6 +219,9 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
 	bd := h.res.bind(t)
 	if bd.br == nil {
+		if bd.key != "" {
+			h.unprotected(ctx, bd.key) // unprotected.go
+		}
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
@@ -459,6 +467,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 				return finalResponse(degrade.ModelUnavailableMessage(ra), "model_unavailable"), nil
 			}
 		}
+	}
+	if h.toolNote && req != nil && req.Config != nil {
+		h.addToolNote(req) // toolnote.go
 	}
 	if req == nil || req.Config == nil || !h.reg.AnyUnavailable() {
 		return nil, nil

@@ -57,8 +57,6 @@ type resolver struct {
 	// hot path); byKey caches DependencyKeyer tools by name and key.
 	byName atomic.Pointer[map[string]*binding]
 	cache  atomic.Pointer[map[bindKey]*binding]
-
-	onOverflow func(key registry.Key, err error)
 }
 
 type pattern struct {
@@ -86,7 +84,9 @@ func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]D
 	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: cacheCap(reg.Cap())}
 	var errs []error
 	for i, m := range maps {
-		if !m.Dependency.Valid() {
+		if err := degrade.CheckName(string(m.Dependency)); err != nil {
+			errs = append(errs, fmt.Errorf("mappings[%d].dependency: %w", i, err))
+		} else if !m.Dependency.Valid() {
 			errs = append(errs, fmt.Errorf("mappings[%d].dependency: invalid key %q", i, m.Dependency))
 		}
 		if len(m.Tools) == 0 {
@@ -201,10 +201,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		br, err := r.reg.Get(key)
 		if err != nil {
 			// Over the cap or an invalid key: leave the tool unprotected
-			// rather than fail the agent, and say so.
-			if r.onOverflow != nil {
-				r.onOverflow(key, err)
-			}
+			// rather than fail the agent; BeforeTool says so, naming the run.
 			br = nil
 		}
 		b.br = br

@@ -8,10 +8,13 @@ import (
 	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -81,6 +84,7 @@ type Policy struct {
 	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 	NoTripOnRetryHint   *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
 	CallTimeout         Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
+	Shadow              *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -301,8 +305,10 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 	seen := map[string]toolRef{}
 	for _, name := range names {
 		dep := c.Dependencies[name]
-		p := "dependencies." + seg(name)
-		if !validName(name) {
+		p := "dependencies." + depSeg(name)
+		if err := degrade.CheckName(name); err != nil {
+			ps.add(p, "invalid dependency name: %v", err)
+		} else if !validName(name) {
 			ps.add(p, "invalid dependency name %s: use 1–%d bytes of printable text without spaces", quoteShort(name, 40), registry.MaxKeyLen)
 		}
 		for i, t := range dep.Tools {
@@ -323,7 +329,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 				if prev.dep == name {
 					ps.add(tp, "%q is listed twice (also tools[%d])", t, prev.i)
 				} else {
-					ps.add(tp, "%q is also mapped to dependency %q (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, prev.dep, seg(prev.dep), prev.i)
+					ps.add(tp, "%q is also mapped to dependency %s (dependencies.%s.tools[%d]); a tool belongs to one dependency", t, depQuote(prev.dep), depSeg(prev.dep), prev.i)
 				}
 				continue
 			}
@@ -363,7 +369,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 		return toolRef{}, false
 	}
 	for _, name := range names {
-		p := "dependencies." + seg(name)
+		p := "dependencies." + depSeg(name)
 		for i, a := range c.Dependencies[name].Alternatives {
 			ap := index(p+".alternatives", i)
 			if strings.TrimSpace(a) == "" {
@@ -400,6 +406,24 @@ func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) [
 	return merged
 }
 
+// depSeg is seg for a dependency name, except that a name holding a
+// credential is never repeated: it becomes "[redacted]".
+func depSeg(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return seg(name)
+}
+
+// depQuote is a dependency name quoted, or "[redacted]" if it holds a
+// credential.
+func depQuote(name string) string {
+	if redact.Sensitive(name) {
+		return redact.Redacted
+	}
+	return strconv.Quote(name)
+}
+
 // validName reports whether a dependency name is a valid registry key made
 // of printable runes without spaces.
 func validName(name string) bool {
@@ -427,6 +451,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
 		NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint), CallTimeout: time.Duration(p.CallTimeout),
+		Shadow: isTrue(p.Shadow),
 	}
 }
 
@@ -462,6 +487,7 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setD(&base.MaxOpenFor, over.MaxOpenFor)
 	setF(&base.OpenJitter, over.OpenJitter)
 	base.NoJitter = base.NoJitter || over.NoJitter
+	base.Shadow = base.Shadow || over.Shadow
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
@@ -489,6 +515,9 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	out := Merge(base, p.Registry())
 	if p.DisableFailureRate != nil {
 		out.DisableFailureRate = *p.DisableFailureRate
+	}
+	if p.Shadow != nil {
+		out.Shadow = *p.Shadow
 	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -53,12 +54,12 @@ func (ch ModelChain) validate(p string) problems {
 			ps.add(ep+".backend", "unknown backend %s (want %q or %q)", quoteShort(e.Backend, 40), BackendGeminiAPI, BackendVertexAI)
 		}
 		if e.BaseURL != "" {
-			if u, err := url.Parse(e.BaseURL); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-				ps.add(ep+".base_url", "want an http(s) URL")
+			if msg := baseURLProblem(e.BaseURL); msg != "" {
+				ps.add(ep+".base_url", "%s", msg)
 			}
 		}
-		if e.APIKeyEnv != "" && strings.ContainsAny(e.APIKeyEnv, " \t=") {
-			ps.add(ep+".api_key_env", "want the name of an environment variable (like GEMINI_API_KEY), not a key; got a %d-byte value that is not a variable name", len(e.APIKeyEnv))
+		if e.APIKeyEnv != "" && !envName(e.APIKeyEnv) {
+			ps.add(ep+".api_key_env", "want the name of an environment variable (like GEMINI_API_KEY), not a key; got a %d-byte value that is not a variable name (not shown)", len(e.APIKeyEnv))
 		}
 		if e.Timeout < 0 {
 			ps.add(ep+".timeout", "must be ≥ 0")
@@ -80,10 +81,59 @@ func (ch ModelChain) validate(p string) problems {
 
 // Identity is the endpoint's breaker identity: model, backend and
 // location or base URL, so an outage in one region does not trip another.
+// Of the base URL only scheme, host, port and path are kept (SafeBaseURL):
+// the identity names the endpoint in breaker keys, errors, logs and metric
+// attributes, so it never carries user info or a query.
 func (e ModelEndpoint) Identity() string {
 	where := e.Location
 	if e.BaseURL != "" {
-		where = e.BaseURL
+		where = SafeBaseURL(e.BaseURL)
 	}
 	return "model:" + e.Model + "@" + e.Backend + "/" + where
+}
+
+// SafeBaseURL returns the parts of a base URL that may name an endpoint:
+// scheme://host[:port][/path], without user info, query or fragment. A URL
+// that does not parse, or whose path holds a credential, becomes
+// "invalid-base-url" (validation reports it).
+func SafeBaseURL(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || redact.Sensitive(u.EscapedPath()) {
+		return "invalid-base-url"
+	}
+	safe := url.URL{Scheme: u.Scheme, Host: u.Host, Path: u.Path, RawPath: u.RawPath}
+	return safe.String()
+}
+
+// baseURLProblem says what is wrong with a base_url, without repeating it
+// (it may hold a credential), or returns "".
+func baseURLProblem(raw string) string {
+	u, err := url.Parse(raw)
+	switch {
+	case err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "":
+		return "want an http(s) URL"
+	case u.User != nil:
+		return "must not carry user info (credentials; not shown): name the host only and put the key in an environment variable named by api_key_env"
+	case u.RawQuery != "" || u.ForceQuery || u.Fragment != "":
+		return "must not have a query or fragment (not shown): keys belong in an environment variable named by api_key_env"
+	case redact.Sensitive(u.EscapedPath()) || redact.Sensitive(u.Host):
+		return "looks like it holds a credential (not shown): keys belong in an environment variable named by api_key_env"
+	}
+	return ""
+}
+
+// envName reports whether s is the name of an environment variable (letters,
+// digits and underscores, not starting with a digit, at most 128 bytes) and
+// does not look like a key itself.
+func envName(s string) bool {
+	if s == "" || len(s) > 128 || (s[0] >= '0' && s[0] <= '9') {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '_') {
+			return false
+		}
+	}
+	return !redact.Sensitive(s)
 }

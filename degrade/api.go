@@ -31,19 +31,33 @@ const (
 	KeyTool = "tool"
 	// KeyReason holds a Reason, as a string.
 	KeyReason = "reason"
-	// KeyRetry holds a Retry.
+	// KeyRetry holds the object {"advised": false, "after_seconds": n} as a
+	// map[string]any (the fields of Retry).
 	KeyRetry = "retry"
-	// KeyShortCircuits holds a ShortCircuits.
+	// KeyShortCircuits holds the object {"this_turn": n, "limit": k} as a
+	// map[string]any (the fields of ShortCircuits).
 	KeyShortCircuits = "short_circuits"
 	// KeyGuidance holds what the model should do, as a string of at most
 	// MaxGuidanceBytes from the embedded templates.
 	KeyGuidance = "guidance"
 
-	// KeyAlternatives, optional, holds a []string of tool names the model
-	// may use instead (Extras.Alternatives).
+	// KeyAlternatives, optional, holds a []any of tool names (strings) the
+	// model may use instead (Extras.Alternatives).
 	KeyAlternatives = "alternatives"
-	// KeyLastGood, optional, holds a LastGood.
+	// KeyLastGood, optional, holds the object {"result": {...},
+	// "age_seconds": n} as a map[string]any (the fields of LastGood).
 	KeyLastGood = "last_good"
+)
+
+// Keys of the nested objects. Numbers in a payload are float64, as
+// encoding/json decodes them.
+const (
+	keyAdvised      = "advised"
+	keyAfterSeconds = "after_seconds"
+	keyThisTurn     = "this_turn"
+	keyLimit        = "limit"
+	keyResult       = "result"
+	keyAgeSeconds   = "age_seconds"
 )
 
 // Reason is why a dependency is unavailable. The set is closed: Valid
@@ -76,8 +90,9 @@ const (
 	ReasonBudgetExhausted Reason = "budget_exhausted"
 )
 
-// Retry is the value under KeyRetry. It is boxed once per distinct value and
-// shared (interface values holding structs are immutable).
+// Retry is the shape of the object under KeyRetry. Build stores it as a
+// map[string]any (JSON-shaped, numbers as float64); decode a payload into
+// this struct with encoding/json, or read it with Parse.
 type Retry struct {
 	// Advised is always false in an unavailable payload: do not retry now.
 	Advised bool `json:"advised"`
@@ -88,7 +103,8 @@ type Retry struct {
 	AfterSeconds int `json:"after_seconds,omitempty"`
 }
 
-// ShortCircuits is the value under KeyShortCircuits.
+// ShortCircuits is the shape of the object under KeyShortCircuits. Build
+// stores it as a map[string]any, like Retry.
 type ShortCircuits struct {
 	// ThisTurn counts short-circuits of this dependency in this invocation,
 	// including this one.
@@ -97,7 +113,8 @@ type ShortCircuits struct {
 	Limit int `json:"limit"`
 }
 
-// LastGood is the value under KeyLastGood: a cached earlier result.
+// LastGood is a cached earlier result, given to Build. Build stores it under
+// KeyLastGood as a map[string]any with the same JSON field names.
 type LastGood struct {
 	// Result is the earlier successful result of the tool.
 	Result map[string]any `json:"result"`

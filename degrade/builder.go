@@ -36,11 +36,14 @@ type Builder struct {
 
 	// guidance[reason index][advisory or terminal], boxed strings.
 	guidance [numReasons][2]any
-	// shortCircuits[n] is ShortCircuits{ThisTurn: n, Limit: limit}, boxed.
-	shortCircuits [maxBoxedTurn + 1]any
+	// turns[n] is float64(n), boxed; limitBox is float64(limit), boxed.
+	turns    [maxBoxedTurn + 1]any
+	limitBox any
 	// alternatives are sanitised and trimmed so that a payload with them,
-	// and without last_good, always fits in MaxPayloadBytes.
+	// and without last_good, always fits in MaxPayloadBytes; altBoxes are
+	// the same strings, boxed.
 	alternatives []string
+	altBoxes     []any
 }
 
 // NewBuilder returns a Builder for tool, which depends on dependency.
@@ -73,10 +76,14 @@ func NewBuilder(dependency, tool string, limit int, extras Extras) *Builder {
 		adv, term := renderGuidance(ri, b.toolName, b.depName)
 		b.guidance[ri] = [2]any{adv, term}
 	}
-	for n := range b.shortCircuits {
-		b.shortCircuits[n] = ShortCircuits{ThisTurn: n, Limit: limit}
+	for n := range b.turns {
+		b.turns[n] = float64(n)
 	}
+	b.limitBox = float64(limit)
 	b.alternatives = b.fitAlternatives(extras.Alternatives)
+	for _, a := range b.alternatives {
+		b.altBoxes = append(b.altBoxes, a)
+	}
 	return b
 }
 
@@ -102,13 +109,25 @@ func (b *Builder) Limit() int { return b.limit }
 // otherwise exceed MaxPayloadBytes or cannot be encoded as JSON.
 //
 // The map has the eight keys KeyStatus, KeySchema, KeyDependency, KeyTool,
-// KeyReason, KeyRetry (a Retry), KeyShortCircuits (a ShortCircuits) and
-// KeyGuidance, plus KeyAlternatives (a []string the caller owns) if the
-// Builder has alternatives and KeyLastGood (a LastGood) if lastGood is
-// included. Its JSON encoding is at most MaxPayloadBytes.
+// KeyReason, KeyRetry, KeyShortCircuits and KeyGuidance, plus
+// KeyAlternatives if the Builder has alternatives and KeyLastGood if
+// lastGood is included. Its JSON encoding is at most MaxPayloadBytes.
 //
-// Without alternatives or lastGood, Build makes exactly the map's own two
-// allocations as long as thisTurn is at most 64.
+// Every value is JSON-shaped, exactly as encoding/json decodes the payload
+// into a map[string]any: strings, bool, float64 numbers, map[string]any
+// objects (retry, short_circuits, last_good) and []any lists
+// (alternatives). A callback can read a payload the same way whether it
+// came from Build or from a session store after a JSON round trip:
+//
+//	retry, _ := m[KeyRetry].(map[string]any)
+//	secs, _ := retry["after_seconds"].(float64)
+//
+// Every nested map and list is new and belongs to the caller; lastGood's
+// Result map is not copied.
+//
+// Without alternatives or lastGood, Build makes the three maps' six
+// allocations (a map of at most eight entries is a header and one group) as
+// long as thisTurn is at most 64; numbers and strings are pre-boxed.
 func (b *Builder) Build(reason Reason, retryAfter time.Duration, thisTurn int, lastGood *LastGood) map[string]any {
 	ri, ok := reasonIndex(reason)
 	if !ok {
@@ -134,15 +153,18 @@ func (b *Builder) Build(reason Reason, retryAfter time.Duration, thisTurn int, l
 	m[KeyTool] = b.tool
 	m[KeyReason] = boxedReasons[ri]
 	if allReasons[ri] == ReasonIsolated {
-		m[KeyRetry] = noRetry
+		// Isolated until an operator resets it: no retry time would be true.
+		m[KeyRetry] = map[string]any{keyAdvised: false}
 	} else {
-		m[KeyRetry] = boxedRetry(RetryAfterSeconds(retryAfter))
+		m[KeyRetry] = map[string]any{keyAdvised: false, keyAfterSeconds: boxedSeconds(RetryAfterSeconds(retryAfter))}
 	}
+	var turn any
 	if thisTurn <= maxBoxedTurn {
-		m[KeyShortCircuits] = b.shortCircuits[thisTurn]
+		turn = b.turns[thisTurn]
 	} else {
-		m[KeyShortCircuits] = ShortCircuits{ThisTurn: thisTurn, Limit: b.limit}
+		turn = float64(thisTurn)
 	}
+	m[KeyShortCircuits] = map[string]any{keyThisTurn: turn, keyLimit: b.limitBox}
 	m[KeyGuidance] = b.guidance[ri][variant]
 	if extras {
 		b.addExtras(m, lastGood)
@@ -154,14 +176,13 @@ func (b *Builder) Build(reason Reason, retryAfter time.Duration, thisTurn int, l
 // keys. Alternatives always fit (NewBuilder made sure of it); last_good is
 // measured, and dropped if it does not fit or cannot be encoded.
 func (b *Builder) addExtras(m map[string]any, lastGood *LastGood) {
-	if len(b.alternatives) > 0 {
-		m[KeyAlternatives] = slices.Clone(b.alternatives)
+	if len(b.altBoxes) > 0 {
+		m[KeyAlternatives] = slices.Clone(b.altBoxes)
 	}
 	if lastGood == nil || lastGood.Result == nil {
 		return
 	}
-	lg := LastGood{Result: lastGood.Result, AgeSeconds: max(lastGood.AgeSeconds, 0)}
-	m[KeyLastGood] = lg
+	m[KeyLastGood] = map[string]any{keyResult: lastGood.Result, keyAgeSeconds: float64(min(max(lastGood.AgeSeconds, 0), maxCount))}
 	if data, err := json.Marshal(m); err != nil || len(data) > MaxPayloadBytes {
 		delete(m, KeyLastGood)
 	}
@@ -218,8 +239,8 @@ func (b *Builder) worstCase() map[string]any {
 		KeyDependency:    b.depName,
 		KeyTool:          b.toolName,
 		KeyReason:        reason,
-		KeyRetry:         Retry{AfterSeconds: MaxRetryAfterSeconds},
-		KeyShortCircuits: ShortCircuits{ThisTurn: maxCount, Limit: maxCount},
+		KeyRetry:         map[string]any{keyAdvised: false, keyAfterSeconds: float64(MaxRetryAfterSeconds)},
+		KeyShortCircuits: map[string]any{keyThisTurn: float64(maxCount), keyLimit: float64(maxCount)},
 		KeyGuidance:      guidance,
 	}
 }

@@ -3,6 +3,7 @@ package degrade_test
 import (
 	"encoding/json"
 	"math"
+	"reflect"
 	"regexp"
 	"slices"
 	"strings"
@@ -39,11 +40,11 @@ func TestBuild(t *testing.T) {
 		degrade.KeyDependency:    "search-api",
 		degrade.KeyTool:          "web_search",
 		degrade.KeyReason:        "timeout",
-		degrade.KeyRetry:         degrade.Retry{Advised: false, AfterSeconds: 27},
-		degrade.KeyShortCircuits: degrade.ShortCircuits{ThisTurn: 1, Limit: 3},
+		degrade.KeyRetry:         map[string]any{"advised": false, "after_seconds": 27.0},
+		degrade.KeyShortCircuits: map[string]any{"this_turn": 1.0, "limit": 3.0},
 	}
 	for k, v := range want {
-		if m[k] != v {
+		if !reflect.DeepEqual(m[k], v) {
 			t.Errorf("%s = %#v, want %#v", k, m[k], v)
 		}
 	}
@@ -57,14 +58,19 @@ func TestBuildReturnsNewMap(t *testing.T) {
 	b := degrade.NewBuilder("dep", "tool", 0, degrade.Extras{Alternatives: []string{"other_tool"}})
 	m1 := b.Build(degrade.ReasonCircuitOpen, time.Second, 1, nil)
 	m1[degrade.KeyStatus] = "mutated"
-	m1[degrade.KeyAlternatives].([]string)[0] = "mutated"
+	m1[degrade.KeyAlternatives].([]any)[0] = "mutated"
+	m1[degrade.KeyRetry].(map[string]any)["after_seconds"] = 999.0
+	m1[degrade.KeyShortCircuits].(map[string]any)["limit"] = 999.0
 	delete(m1, degrade.KeyTool)
 	m2 := b.Build(degrade.ReasonCircuitOpen, time.Second, 1, nil)
 	if m2[degrade.KeyStatus] != degrade.StatusUnavailable || m2[degrade.KeyTool] != "tool" {
 		t.Errorf("second Build saw the first map's mutation: %v", m2)
 	}
-	if alts := m2[degrade.KeyAlternatives].([]string); !slices.Equal(alts, []string{"other_tool"}) {
+	if alts := m2[degrade.KeyAlternatives].([]any); !slices.Equal(alts, []any{"other_tool"}) {
 		t.Errorf("alternatives = %q after mutating an earlier payload's copy", alts)
+	}
+	if info, ok := degrade.Parse(m2); !ok || info.RetryAfterSeconds != 1 || info.Limit != 2 {
+		t.Errorf("second Build saw the first payload's nested mutation: %+v %v", info, m2)
 	}
 }
 
@@ -105,10 +111,11 @@ func TestBuildDefaults(t *testing.T) {
 			if m[degrade.KeyReason] != tt.wantReason {
 				t.Errorf("reason = %q, want %q", m[degrade.KeyReason], tt.wantReason)
 			}
-			if r := m[degrade.KeyRetry].(degrade.Retry); r != (degrade.Retry{AfterSeconds: tt.wantRetry}) {
+			if r := m[degrade.KeyRetry].(map[string]any); r["advised"] != false || (tt.wantRetry == 0 && len(r) != 1) || (tt.wantRetry > 0 && r["after_seconds"] != float64(tt.wantRetry)) {
 				t.Errorf("retry = %+v, want after_seconds %d", r, tt.wantRetry)
 			}
-			if sc := m[degrade.KeyShortCircuits].(degrade.ShortCircuits); sc != tt.wantSC {
+			sc := m[degrade.KeyShortCircuits].(map[string]any)
+			if sc["this_turn"] != float64(tt.wantSC.ThisTurn) || sc["limit"] != float64(tt.wantSC.Limit) {
 				t.Errorf("short_circuits = %+v, want %+v", sc, tt.wantSC)
 			}
 			if _, ok := degrade.Parse(roundTrip(t, m)); !ok {
@@ -238,7 +245,11 @@ func TestBuildAlternatives(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			m := degrade.NewBuilder("dep", "web_search", 2, degrade.Extras{Alternatives: tt.in}).
 				Build(degrade.ReasonCircuitOpen, time.Second, 1, nil)
-			got, has := m[degrade.KeyAlternatives].([]string)
+			var got []string
+			list, has := m[degrade.KeyAlternatives].([]any)
+			for _, a := range list {
+				got = append(got, a.(string))
+			}
 			if has != (tt.want != nil) || !slices.Equal(got, tt.want) {
 				t.Errorf("alternatives = %q (present %t), want %q", got, has, tt.want)
 			}
@@ -253,8 +264,8 @@ func TestBuildLastGood(t *testing.T) {
 	b := degrade.NewBuilder("weather-api", "get_weather", 2, degrade.Extras{})
 	small := &degrade.LastGood{Result: map[string]any{"temp_c": 21.5, "sky": "clear"}, AgeSeconds: 120}
 	m := b.Build(degrade.ReasonTimeout, time.Second, 1, small)
-	lg, ok := m[degrade.KeyLastGood].(degrade.LastGood)
-	if !ok || lg.AgeSeconds != 120 || lg.Result["sky"] != "clear" {
+	lg, ok := m[degrade.KeyLastGood].(map[string]any)
+	if res, _ := lg["result"].(map[string]any); !ok || lg["age_seconds"] != 120.0 || res["sky"] != "clear" {
 		t.Fatalf("last_good = %#v", m[degrade.KeyLastGood])
 	}
 	if _, ok := degrade.Parse(roundTrip(t, m)); !ok {
@@ -262,8 +273,8 @@ func TestBuildLastGood(t *testing.T) {
 	}
 
 	neg := b.Build(degrade.ReasonTimeout, time.Second, 1, &degrade.LastGood{Result: map[string]any{}, AgeSeconds: -4})
-	if lg := neg[degrade.KeyLastGood].(degrade.LastGood); lg.AgeSeconds != 0 {
-		t.Errorf("negative age: age_seconds = %d, want 0", lg.AgeSeconds)
+	if lg := neg[degrade.KeyLastGood].(map[string]any); lg["age_seconds"] != 0.0 {
+		t.Errorf("negative age: age_seconds = %v, want 0", lg["age_seconds"])
 	}
 
 	for name, lg := range map[string]*degrade.LastGood{
@@ -310,7 +321,7 @@ func TestBuildSizeBound(t *testing.T) {
 	}
 	// Even beside the longest base fields, five 64-byte alternatives fit:
 	// only last_good ever has to give way.
-	alt := b.Build(degrade.ReasonCircuitOpen, time.Second, 1, nil)[degrade.KeyAlternatives].([]string)
+	alt := b.Build(degrade.ReasonCircuitOpen, time.Second, 1, nil)[degrade.KeyAlternatives].([]any)
 	if len(alt) != degrade.MaxAlternatives {
 		t.Errorf("kept %d alternatives, want %d", len(alt), degrade.MaxAlternatives)
 	}
@@ -323,8 +334,10 @@ func TestBuildAllocs(t *testing.T) {
 			allocs := testing.AllocsPerRun(100, func() {
 				_ = b.Build(r, 27*time.Second, turn, nil)
 			})
-			if allocs > 2 {
-				t.Errorf("Build(%s, turn %d): %v allocs, want at most 2", r, turn, allocs)
+			// Three maps (the payload, retry, short_circuits), each a header
+			// and one group; every value is pre-boxed.
+			if allocs > 6 {
+				t.Errorf("Build(%s, turn %d): %v allocs, want at most 6", r, turn, allocs)
 			}
 		}
 	}
@@ -366,5 +379,34 @@ func BenchmarkNewBuilder(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		_ = degrade.NewBuilder("search-api", "web_search", 2, degrade.Extras{})
+	}
+}
+
+// TestBuildIsJSONShaped: a payload holds exactly what encoding/json gives
+// when it decodes the payload into a map[string]any, so a callback can read
+// it as a user would read decoded JSON, in process or after a session
+// store's round trip (issue 10, item 16).
+func TestBuildIsJSONShaped(t *testing.T) {
+	b := degrade.NewBuilder("search-api", "web_search", 2, degrade.Extras{Alternatives: []string{"cached_search"}})
+	for _, lg := range []*degrade.LastGood{nil, {Result: map[string]any{"hits": []any{"a"}, "n": 2.0}, AgeSeconds: 30}} {
+		m := b.Build(degrade.ReasonRateLimited, 27*time.Second, 2, lg)
+		if rt := roundTrip(t, m); !reflect.DeepEqual(m, rt) {
+			t.Errorf("payload is not JSON-shaped:\n got %#v\nwant %#v", m, rt)
+		}
+		// Read it the way a user's after-tool callback would.
+		retry, ok1 := m["retry"].(map[string]any)
+		secs, ok2 := retry["after_seconds"].(float64)
+		sc, ok3 := m["short_circuits"].(map[string]any)
+		turn, ok4 := sc["this_turn"].(float64)
+		alts, ok5 := m["alternatives"].([]any)
+		if !ok1 || !ok2 || !ok3 || !ok4 || !ok5 || secs != 27 || turn != 2 || alts[0] != "cached_search" {
+			t.Errorf("reading the payload as JSON-shaped values failed: %#v", m)
+		}
+		if lg != nil {
+			last, ok := m["last_good"].(map[string]any)
+			if age, _ := last["age_seconds"].(float64); !ok || age != 30 {
+				t.Errorf("last_good = %#v", m["last_good"])
+			}
+		}
 	}
 }

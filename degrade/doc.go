@@ -22,7 +22,7 @@
 //	  "reason": "circuit_open",
 //	  "retry": {"advised": false, "after_seconds": 27},
 //	  "schema": "adkbreaker.unavailable/v1",
-//	  "short_circuits": {"this_turn": 1, "limit": 2},
+//	  "short_circuits": {"limit": 2, "this_turn": 1},
 //	  "status": "unavailable",
 //	  "tool": "web_search"
 //	}
@@ -52,14 +52,20 @@
 // # Cost
 //
 // A short-circuit replaces the dependency call, so its payload is the whole
-// cost of the call. A Go map with at most eight entries is a header and one
-// group: two allocations. NewBuilder therefore renders and boxes every value
-// in advance (names, guidance for each Reason in both variants, ShortCircuits
-// for counts up to 64), and the package shares boxed Retry values for every
-// possible after_seconds, so Build without extras makes exactly those two
-// allocations. A ninth key doubles the map's allocations, which is why the
-// base key set has eight keys and the optional keys appear only when
-// configured. Ledger.Hit allocates only for a new invocation or dependency.
+// cost of the call. The payload is JSON-shaped — strings, bools, float64
+// numbers, map[string]any objects and []any lists, exactly what
+// encoding/json decodes — so that callbacks read it the same way in process
+// and after a session store's round trip. A Go map with at most eight
+// entries is a header and one group: two allocations. NewBuilder therefore
+// renders and boxes every value in advance (names, guidance for each Reason
+// in both variants, counts up to 64), and the package shares boxed
+// after_seconds values, so Build without extras makes the two allocations of
+// each of its three maps (the payload, retry and short_circuits), six in
+// all. The nested maps are new for every payload: shared maps would let one
+// caller's mutation leak into every other user's payloads. A ninth top-level
+// key doubles the payload map's allocations, which is why the base key set
+// has eight keys and the optional keys appear only when configured.
+// Ledger.Hit allocates only for a new invocation or dependency.
 //
 // Package degrade imports only the standard library.
 package degrade

@@ -31,8 +31,8 @@ func ExampleBuilder_Build() {
 	//   },
 	//   "schema": "adkbreaker.unavailable/v1",
 	//   "short_circuits": {
-	//     "this_turn": 1,
-	//     "limit": 2
+	//     "limit": 2,
+	//     "this_turn": 1
 	//   },
 	//   "status": "unavailable",
 	//   "tool": "web_search"
@@ -126,4 +126,18 @@ func ExampleCapabilityNotice() {
 	fmt.Println(degrade.CapabilityNotice([]string{"mcp:jira", "mcp:github"}))
 	// Output:
 	// Temporarily unavailable: mcp:github and mcp:jira. Their tools are not offered in this turn, so do not try to call them. Continue with the tools you have, and tell the user if part of the request cannot be done.
+}
+
+func ExampleCheckName() {
+	for _, name := range []string{"billing-api", "mcp:weather", "https://billing.internal/v1", "10.0.0.7:8080", "db.internal.example:5432"} {
+		fmt.Printf("%s: %v\n", name, degrade.CheckName(name) == nil)
+	}
+	fmt.Println(degrade.CheckName("https://svc:hunter2@billing.example"))
+	// Output:
+	// billing-api: true
+	// mcp:weather: true
+	// https://billing.internal/v1: false
+	// 10.0.0.7:8080: false
+	// db.internal.example:5432: false
+	// looks like it holds a credential (a key, token, password or user info); it is shown to the model: name the dependency (like billing-api) and keep secrets out of configuration names
 }

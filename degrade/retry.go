@@ -14,9 +14,6 @@ import (
 // time.
 const UntilReset = time.Duration(math.MaxInt64)
 
-// noRetry is the boxed Retry of an isolated dependency: not advised, no time.
-var noRetry any = Retry{}
-
 // RetryAfterSeconds converts a retry delay to the whole number of seconds a
 // payload reports: d rounded up to the next second and clamped to
 // [1, MaxRetryAfterSeconds]. Zero and negative delays become 1, so a payload
@@ -32,20 +29,20 @@ func RetryAfterSeconds(d time.Duration) int {
 	return int(min(s, MaxRetryAfterSeconds)) // d > 0 rounded up is ≥ 1
 }
 
-// boxedRetries holds Retry{Advised: false, AfterSeconds: i} boxed in an
-// interface at index i, for i in [1, MaxRetryAfterSeconds]. It is built on
-// first use (about 56 KiB) so that programs which never build a payload pay
-// nothing, and so that Build can store a retry value without allocating.
-var boxedRetries = sync.OnceValue(func() *[MaxRetryAfterSeconds + 1]any {
+// boxedSecondsTable holds float64(i) boxed in an interface at index i, for i
+// in [1, MaxRetryAfterSeconds]. It is built on first use (about 56 KiB) so
+// that programs which never build a payload pay nothing, and so that Build
+// can store retry.after_seconds without allocating.
+var boxedSecondsTable = sync.OnceValue(func() *[MaxRetryAfterSeconds + 1]any {
 	var t [MaxRetryAfterSeconds + 1]any
 	for i := 1; i <= MaxRetryAfterSeconds; i++ {
-		t[i] = Retry{Advised: false, AfterSeconds: i}
+		t[i] = float64(i)
 	}
 	return &t
 })
 
-// boxedRetry returns the shared boxed Retry for secs, which must already be
-// in [1, MaxRetryAfterSeconds].
-func boxedRetry(secs int) any {
-	return boxedRetries()[secs]
+// boxedSeconds returns the shared boxed float64 for secs, which must already
+// be in [1, MaxRetryAfterSeconds].
+func boxedSeconds(secs int) any {
+	return boxedSecondsTable()[secs]
 }

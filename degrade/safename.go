@@ -2,8 +2,9 @@ package degrade
 
 import (
 	"strings"
-	"unicode"
 	"unicode/utf8"
+
+	"github.com/adkbreaker/adkbreaker/redact"
 )
 
 // MaxNameBytes bounds the length in bytes of a name after SafeName.
@@ -15,16 +16,18 @@ const unknownName = "unknown"
 // SafeName returns s made safe to show to a model or a user as the name of a
 // dependency, tool or capability. It
 //
-//   - drops invalid UTF-8, U+FFFD, C0 and C1 control characters, bidi
-//     controls (U+061C, U+200E, U+200F, U+202A–U+202E, U+2066–U+2069),
-//     zero-width and other format characters (Unicode category Cf, which
-//     includes U+200B–U+200D, U+2060 and U+FEFF), tag characters
-//     (U+E0000–U+E007F), variation selectors, private-use code points and
-//     noncharacters;
+//   - normalises s with redact.Printable, the sanitiser for everything a
+//     model reads: it drops invalid UTF-8, U+FFFD, C0 and C1 control
+//     characters, bidi controls, zero-width and other format characters
+//     (Unicode category Cf: U+200B–U+200D, U+2060, U+FEFF, soft hyphen),
+//     tag characters, variation selectors and other default-ignorable code
+//     points, private-use code points and noncharacters, and turns full-width
+//     ASCII into ASCII;
 //   - drops the characters `"`, `\`, `<`, `>`, `&` and “`”, so that a name
 //     cannot carry markup and its JSON encoding is exactly as long as it is;
-//   - turns each run of white space (including tabs, newlines and U+2028)
-//     into one space and trims the ends;
+//   - turns each run of white space (any Unicode space, including tabs,
+//     newlines, no-break spaces and U+2028) into one space and trims the
+//     ends;
 //   - keeps at most MaxNameBytes bytes, cutting on a rune boundary.
 //
 // A name that is empty after this becomes "unknown". SafeName is idempotent.
@@ -41,17 +44,19 @@ func cleanName(s string) string {
 	if isCleanASCII(s) {
 		return s
 	}
+	// redact.Printable drops invisible characters and folds every Unicode
+	// space into one ASCII space, as for any text a model reads; a name also
+	// loses markup characters, and is bounded.
+	s = redact.Printable(s, len(s))
 	var b strings.Builder
 	b.Grow(min(len(s), MaxNameBytes))
 	space := false // a space is pending, written before the next kept rune
-	for i := 0; i < len(s); {
-		r, size := utf8.DecodeRuneInString(s[i:])
-		i += size
-		if unicode.IsSpace(r) { // before dropRune: a tab or newline separates words
+	for _, r := range s {
+		if r == ' ' {
 			space = b.Len() > 0
 			continue
 		}
-		if dropRune(r) {
+		if markup(r) {
 			continue
 		}
 		n := utf8.RuneLen(r)
@@ -94,30 +99,12 @@ func isCleanASCII(s string) bool {
 	return true
 }
 
-// dropRune reports whether SafeName removes r.
-func dropRune(r rune) bool {
-	switch {
-	case r == utf8.RuneError: // invalid UTF-8, or U+FFFD itself
+// markup reports whether r is one of the characters SafeName drops so that
+// a name cannot carry markup and its JSON encoding is as long as it is.
+func markup(r rune) bool {
+	switch r {
+	case '"', '\\', '<', '>', '&', '`':
 		return true
-	case r < 0x20, r >= 0x7f && r <= 0x9f: // C0, DEL, C1
-		return true
-	case r == '"', r == '\\', r == '<', r == '>', r == '&', r == '`':
-		return true
-	case r >= 0x202a && r <= 0x202e, r >= 0x2066 && r <= 0x2069,
-		r == 0x200e, r == 0x200f, r == 0x061c: // bidi controls
-		return true
-	case r >= 0x200b && r <= 0x200d, r == 0x2060, r == 0xfeff, r == 0x180e: // zero width
-		return true
-	case r >= 0xe0000 && r <= 0xe007f: // tag characters, assigned or not
-		return true
-	case r >= 0xfe00 && r <= 0xfe0f, r >= 0xe0100 && r <= 0xe01ef: // variation selectors
-		return true
-	case r == 0x2028, r == 0x2029: // line and paragraph separators
-		return true
-	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe: // noncharacters
-		return true
-	case r < 0x80:
-		return false
 	}
-	return unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs)
+	return false
 }

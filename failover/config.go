@@ -16,6 +16,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -97,7 +98,7 @@ func buildGemini(ctx context.Context, e config.ModelEndpoint, base http.RoundTri
 	if e.APIKeyEnv != "" {
 		cc.APIKey = os.Getenv(e.APIKeyEnv)
 		if cc.APIKey == "" {
-			return nil, fmt.Errorf("api_key_env: environment variable %s is unset or empty", e.APIKeyEnv)
+			return nil, fmt.Errorf("api_key_env: environment variable %s is unset or empty", showEnvName(e.APIKeyEnv))
 		}
 	}
 	// Vertex AI without a key authenticates with application default
@@ -125,6 +126,21 @@ func buildGemini(ctx context.Context, e config.ModelEndpoint, base http.RoundTri
 		}
 	}
 	return llm, nil
+}
+
+// showEnvName returns an environment variable's name for an error message if
+// it has the conventional shape (upper case, digits, underscores), and a
+// placeholder otherwise: a value pasted in place of the name may be the key.
+func showEnvName(name string) string {
+	for i := 0; i < len(name); i++ {
+		if c := name[i]; !(c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '_') {
+			return fmt.Sprintf("(a %d-byte name, not shown)", len(name))
+		}
+	}
+	if redact.Sensitive(name) {
+		return fmt.Sprintf("(a %d-byte name, not shown)", len(name))
+	}
+	return name
 }
 
 // endpointKey is a configured endpoint's breaker key: its Identity.

@@ -53,9 +53,11 @@
 // Model implements callbacks.ModelGuard: with plugin.WithModelGuard(m), the
 // plugin's BeforeModel ends the turn with a final model response the user
 // can read ("The assistant is temporarily unavailable. Please try again in
-// about 30 seconds.") instead of failing it. Without the plugin (agents used
-// as tools run no plugins), GenerateContent yields an *Error, or the same
-// readable answer with WithAnswerWhenUnavailable.
+// about 30 seconds.") instead of failing it. What the plugin cannot see — the
+// first turn of an outage, when every endpoint is still closed and fails in
+// turn, and agents used as tools, which run no plugins — GenerateContent
+// answers the same way by default; with WithErrorWhenUnavailable it yields
+// an *Error instead.
 //
 // # Loud failover
 //

@@ -93,8 +93,10 @@ func ExampleModel_ModelUnavailable() {
 	}, failover.WithLogger(slog.New(slog.DiscardHandler)))
 	defer m.Close()
 
-	for _, err := range m.GenerateContent(context.Background(), &model.LLMRequest{}, false) {
-		fmt.Println(errors.Is(err, failover.ErrUnavailable))
+	// Both endpoints fail: by default the model answers readably (with
+	// WithErrorWhenUnavailable it would yield a *failover.Error).
+	for resp, err := range m.GenerateContent(context.Background(), &model.LLMRequest{}, false) {
+		fmt.Println(err, resp.Content.Parts[0].Text)
 	}
 	// Both breakers are open now: the plugin's BeforeModel asks the guard
 	// and ends the turn with a readable answer instead of calling the model.
@@ -103,7 +105,7 @@ func ExampleModel_ModelUnavailable() {
 	clk.Advance(30 * time.Second)
 	fmt.Println(m.ModelUnavailable("assistant"))
 	// Output:
-	// true
+	// <nil> The assistant is temporarily unavailable. Please try again in about 30 seconds.
 	// true 30s
 	// false 0s
 }

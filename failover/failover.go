@@ -7,6 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"iter"
 	"log/slog"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -16,6 +17,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -54,8 +57,38 @@ type Endpoint struct {
 
 // EndpointKey returns the breaker key of an endpoint, in the format of
 // config.ModelEndpoint.Identity: "model:<model>@<backend>/<location or base URL>".
+// A base URL is reduced to scheme://host[:port][/path]
+// (config.SafeBaseURL): a key names the endpoint in errors, logs and metric
+// attributes, so it never carries user info or a query.
 func EndpointKey(modelName, backend, where string) registry.Key {
+	if strings.Contains(where, "://") {
+		where = config.SafeBaseURL(where)
+	}
 	return registry.Key("model:" + modelName + "@" + backend + "/" + where)
+}
+
+// keyProblem says why an endpoint key must not be used, without repeating
+// it, or returns "". A key appears in failover.Error messages (which an
+// agent-as-tool passes to another model), logs and metric attributes.
+func keyProblem(k registry.Key) string {
+	s := string(k)
+	if i := strings.Index(s, "://"); i >= 0 {
+		start := i
+		for start > 0 && isSchemeByte(s[start-1]) {
+			start--
+		}
+		if u, err := url.Parse(s[start:]); err != nil || u.User != nil || u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return "carries a URL with user info, a query or a fragment (not shown); build keys with EndpointKey, which keeps scheme, host and path only"
+		}
+	}
+	if redact.Sensitive(s) {
+		return "looks like it holds a credential (not shown); name endpoints by model, backend and host only"
+	}
+	return ""
+}
+
+func isSchemeByte(c byte) bool {
+	return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '+' || c == '-' || c == '.'
 }
 
 // Model is a model.LLM that calls an ordered chain of endpoints, each behind
@@ -203,12 +236,26 @@ func WithOnFailover(fn func(ctx context.Context, ev Event)) Option {
 
 // WithAnswerWhenUnavailable makes GenerateContent answer with a final model
 // response the user can read ("The assistant is temporarily unavailable…")
-// when no endpoint could answer, instead of yielding an error. The adkbreaker
-// plugin does the same from BeforeModel when every breaker is open; this
-// option covers what the plugin cannot see: agents used as tools (ADK runs
-// no plugin inside them) and chains whose last endpoint failed.
+// when no endpoint could answer, instead of yielding an error. This is the
+// default; the option remains so that existing code keeps compiling, and
+// undoes an earlier WithErrorWhenUnavailable.
+//
+// The adkbreaker plugin ends a turn the same way from BeforeModel when every
+// breaker is already open; the readable answer covers what the plugin cannot
+// see: the first turn, when the endpoints are still closed and each fails in
+// turn, agents used as tools (ADK runs no plugin inside them), and chains
+// whose last endpoint failed.
 func WithAnswerWhenUnavailable() Option {
 	return optionFunc(func(s *settings) { s.answer = true })
+}
+
+// WithErrorWhenUnavailable makes GenerateContent yield an *Error when no
+// endpoint could answer, instead of the default readable answer: ADK then
+// ends the turn with that error. Use it when the caller handles the error
+// itself, for instance an agent used as a tool whose calling agent should
+// count the failure against this agent's breaker (Error.RetryAfterHint).
+func WithErrorWhenUnavailable() Option {
+	return optionFunc(func(s *settings) { s.answer = false })
 }
 
 // WithoutResponseMetadata stops GenerateContent from writing the endpoint
@@ -231,7 +278,7 @@ func WithoutResponseMetadata() Option {
 //
 // Invalid arguments return one error listing every problem.
 func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Option) (*Model, error) {
-	s := settings{interval: DefaultLogInterval, quotaLoc: time.UTC}
+	s := settings{interval: DefaultLogInterval, quotaLoc: time.UTC, answer: true}
 	for _, o := range opts {
 		if o == nil {
 			s.errs = append(s.errs, errors.New("nil option"))
@@ -294,7 +341,9 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			e.MaxAbandoned = DefaultMaxAbandoned
 		}
 		if e.Key != "" {
-			if !e.Key.Valid() {
+			if msg := keyProblem(e.Key); msg != "" {
+				errs = append(errs, fmt.Errorf("%s.key: %s", p, msg))
+			} else if !e.Key.Valid() {
 				errs = append(errs, fmt.Errorf("%s.key: %q is not a valid registry key (1–%d printable bytes)", p, e.Key, registry.MaxKeyLen))
 			} else if j, dup := seen[e.Key]; dup {
 				errs = append(errs, fmt.Errorf("%s.key: duplicate of endpoints[%d] (%s)", p, j, e.Key))

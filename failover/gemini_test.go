@@ -513,7 +513,7 @@ func TestGeminiStreamFailingAfterFirstChunkDoesNotSwitch(t *testing.T) {
 }
 
 func TestGeminiAllOpenPluginEndsTurnReadably(t *testing.T) {
-	e := newE2E(t, testPolicy())
+	e := newE2E(t, testPolicy(), failover.WithErrorWhenUnavailable())
 	e.primary.setDefault(reply{status: 503, body: body503})
 	e.fallback.setDefault(reply{status: 503, body: body503})
 	for range 2 { // a failed model call ends the turn: two turns, two failures each → both open
@@ -542,7 +542,7 @@ func TestGeminiAllOpenPluginEndsTurnReadably(t *testing.T) {
 }
 
 func TestGeminiNothingPendingAfterErrorsBreaksAndStreams(t *testing.T) {
-	e := newE2E(t, testPolicy())
+	e := newE2E(t, testPolicy(), failover.WithErrorWhenUnavailable())
 	// Model errors: both endpoints fail (the turn fails).
 	e.primary.script(reply{status: 503, body: body503})
 	e.fallback.script(reply{status: 500, body: `{"error":{"code":500,"message":"internal","status":"INTERNAL"}}`})
@@ -609,5 +609,40 @@ func TestGeminiPluginFromNew(t *testing.T) {
 	}
 	if text != "hello" {
 		t.Errorf("text = %q", text)
+	}
+}
+
+// TestGeminiFirstTurnAnswersReadablyByDefault: on the first turn every
+// endpoint is still closed and fails in turn, so the plugin cannot end the
+// turn beforehand; the user still gets a readable answer, not an error,
+// unless WithErrorWhenUnavailable asks for the error (issue 10, item 14).
+func TestGeminiFirstTurnAnswersReadablyByDefault(t *testing.T) {
+	for _, keepError := range []bool{false, true} {
+		t.Run(fmt.Sprintf("error=%v", keepError), func(t *testing.T) {
+			var opts []failover.Option
+			if keepError {
+				opts = append(opts, failover.WithErrorWhenUnavailable())
+			}
+			e := newE2E(t, testPolicy(), opts...)
+			e.primary.setDefault(reply{status: 503, body: body503})
+			e.fallback.setDefault(reply{status: 503, body: body503})
+			tr := e.turn(t, false)
+			if keepError {
+				if !errors.Is(tr.err, failover.ErrUnavailable) {
+					t.Fatalf("turn error = %v, want ErrUnavailable", tr.err)
+				}
+				return
+			}
+			if tr.err != nil {
+				t.Fatalf("first turn failed: %v", tr.err)
+			}
+			if tr.final == nil || tr.final.Content.Role != genai.RoleModel || !strings.Contains(tr.text(), "temporarily unavailable") {
+				t.Errorf("final = %q, want a readable model message", tr.text())
+			}
+			if e.primary.hits.Load() == 0 || e.fallback.hits.Load() == 0 {
+				t.Errorf("hits = %d, %d: both endpoints should have been tried", e.primary.hits.Load(), e.fallback.hits.Load())
+			}
+			e.assertNothingPending(t)
+		})
 	}
 }

@@ -194,7 +194,9 @@ func newEnv(t *testing.T, pol registry.Policy, opts ...failover.Option) *env {
 		registry.WithPolicy(primaryKey, pol), registry.WithPolicy(fallbackKey, pol))
 	e.primary = newFake("primary-model", answer("from primary"))
 	e.fall = newFake("fallback-model", answer("from fallback"))
-	opts = append([]failover.Option{failover.WithLogger(e.logs.logger()), failover.WithLogInterval(-1)}, opts...)
+	// Most tests here look at the *failover.Error; the readable answer (the
+	// default) is tested where an option asks for it.
+	opts = append([]failover.Option{failover.WithLogger(e.logs.logger()), failover.WithLogInterval(-1), failover.WithErrorWhenUnavailable()}, opts...)
 	m, err := failover.New("chat", e.reg, []failover.Endpoint{
 		{LLM: e.primary, Key: primaryKey},
 		{LLM: e.fall, Key: fallbackKey},

@@ -90,7 +90,7 @@ func TestErrorMessageCarriesNoUpstreamText(t *testing.T) {
 	}
 
 	// A nested chain's error does not smuggle its endpoints' text either.
-	outer := failover.MustNew("outer", e.reg, []failover.Endpoint{{LLM: e.m, Key: "model:chat@nested/"}}, failover.WithLogger(e.logs.logger()))
+	outer := failover.MustNew("outer", e.reg, []failover.Endpoint{{LLM: e.m, Key: "model:chat@nested/"}}, failover.WithLogger(e.logs.logger()), failover.WithErrorWhenUnavailable())
 	defer outer.Close()
 	r = run(t.Context(), outer, userReq("hi"), false)
 	if len(r.errs) != 1 {
@@ -230,7 +230,7 @@ func TestTimeoutFiredBeforeFirstChunkOnLastEndpoint(t *testing.T) {
 		e := newEnv(t, testPolicy())
 		m := failover.MustNew("chat2", e.reg, []failover.Endpoint{
 			{LLM: &lateFirst{}, Key: primaryKey, ModelName: "primary-model", Timeout: 20 * time.Second},
-		}, failover.WithLogger(e.logs.logger()))
+		}, failover.WithLogger(e.logs.logger()), failover.WithErrorWhenUnavailable())
 		defer m.Close()
 		r := run(t.Context(), m, userReq("hi"), true)
 		if len(r.resps) != 0 || len(r.errs) != 1 {

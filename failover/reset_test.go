@@ -65,7 +65,7 @@ func TestHintAfterResetIsDropped(t *testing.T) {
 // TestIsolatedChainNamesNoRetryTime: with every endpoint isolated, nothing
 // says "retry after" a time that would be false.
 func TestIsolatedChainNamesNoRetryTime(t *testing.T) {
-	e := newEnv(t, testPolicy())
+	e := newEnv(t, testPolicy(), failover.WithErrorWhenUnavailable())
 	_ = e.reg.Isolate(primaryKey)
 	_ = e.reg.Isolate(fallbackKey)
 	if down, ra := e.m.ModelUnavailable("chat"); !down || ra != registry.UntilReset {

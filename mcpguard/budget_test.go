@@ -1,6 +1,7 @@
 package mcpguard_test
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"strings"
@@ -47,7 +48,7 @@ func TestBudgetSharedAcrossLegs(t *testing.T) {
 		reg := testRegistry(t)
 		g := mcpguard.MustNew(reg, []mcpguard.Server{{
 			Name: "slow", Dial: fs.Dial, ConnectTimeout: 10 * time.Second,
-			CallTimeout: 30 * time.Second, OperationBudget: 20 * time.Second,
+			OperationBudget: 20 * time.Second, // the call leg's default 30s is narrowed by it
 		}})
 		defer g.Close()
 
@@ -111,8 +112,8 @@ func TestFiftyPagesOneBudget(t *testing.T) {
 		budget    time.Duration
 		limit     mcpguard.Limit
 	}{
-		{"discovery_timeout", 10 * time.Second, 60 * time.Second, mcpguard.LimitDiscoveryTimeout},
-		{"operation_budget", 60 * time.Second, 8 * time.Second, mcpguard.LimitOperationBudget},
+		{"discovery_timeout", 10 * time.Second, 50 * time.Second, mcpguard.LimitDiscoveryTimeout},
+		{"operation_budget", 0, 8 * time.Second, mcpguard.LimitOperationBudget}, // default 10s discovery, narrowed
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
@@ -128,7 +129,7 @@ func TestFiftyPagesOneBudget(t *testing.T) {
 				start := time.Now()
 				_, err := discover(t, t.Context(), g, "inv")
 				e := asError(t, err)
-				want := min(tc.discovery, tc.budget)
+				want := min(cmp.Or(tc.discovery, mcpguard.DefaultDiscoveryTimeout), tc.budget)
 				if got := time.Since(start); got != want {
 					t.Errorf("discovery failed after %s, want exactly %s", got, want)
 				}

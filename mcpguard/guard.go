@@ -144,8 +144,8 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 		if sc.Breaker != nil && pol != sc.Breaker.WithDefaults() {
 			errs = append(errs, fmt.Errorf("%s: breaker: the registry does not hold this policy for %q; create it with registry.New(mcpguard.RegistryOptions(servers...)...)", prefix, key))
 		}
-		if pol.ProbeLease < cfg.OperationBudget {
-			errs = append(errs, fmt.Errorf("%s: operation_budget %s exceeds the breaker's probe_lease %s: a probe could outlive its lease", prefix, cfg.OperationBudget, pol.ProbeLease))
+		for _, e := range breakerErrs(cfg, pol) { // layers.go
+			errs = append(errs, fmt.Errorf("%s: %w", prefix, e))
 		}
 		br, err := reg.Get(key)
 		if err != nil {

@@ -217,7 +217,7 @@ func TestADKResendsCharacterisation(t *testing.T) {
 // answers, the operation ends at its budget: the go-sdk's cancellation
 // notice and session-closing request are not allowed past it.
 func TestHTTPBlackholeWithinBudget(t *testing.T) {
-	srv := mcpguard.Server{Name: "bh", Required: true, ConnectTimeout: time.Second, OperationBudget: 300 * time.Millisecond,
+	srv := mcpguard.Server{Name: "bh", Required: true, OperationBudget: 300 * time.Millisecond, // narrows the default connect timeout
 		Retry: mcpguard.Retry{MaxAttempts: 1}}
 	_, g, done := httpSetup(t, mcpfault.Config{Mode: mcpfault.Blackhole}, srv)
 	defer done()

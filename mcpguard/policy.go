@@ -89,9 +89,10 @@ type Server struct {
 	// MaxResultBytes caps a response's result, in bytes of JSON. A larger
 	// one is a protocol fault and nothing of it is passed on. If 0, 256 KiB.
 	MaxResultBytes int
-	// ToolErrorDetail adds a sanitised excerpt (at most 256 bytes, control,
-	// bidi and tag characters removed, secrets-looking tokens redacted) of an
-	// isError result's text to what the model sees, labelled untrusted. By
+	// ToolErrorDetail adds a sanitised excerpt (at most 256 bytes, through
+	// redact.Text: invisible characters dropped, secrets, URLs, internal
+	// addresses and instruction phrases redacted) of an isError result's
+	// text to what the model sees, labelled untrusted. By
 	// default the model gets only the fact that the tool reported an error.
 	ToolErrorDetail bool
 }
@@ -232,6 +233,7 @@ func (s Server) Validate() error {
 	if d.OperationBudget < d.MinLeg {
 		bad("operation_budget", "must be ≥ min_leg (%s), got %s", d.MinLeg, d.OperationBudget)
 	}
+	errs = append(errs, legErrs(s)...) // layers.go: the layered-timeout rule
 	if d.Retry.Cap < d.Retry.Base {
 		bad("retry.cap", "must be ≥ retry.base (%s), got %s", d.Retry.Base, d.Retry.Cap)
 	}

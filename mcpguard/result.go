@@ -54,7 +54,7 @@ func (t *Tool) convert(o *op, res *mcp.CallToolResult, gc *guardConn) (map[strin
 			KeyMessage: toolErrorMessage,
 		}
 		if t.srv.cfg.ToolErrorDetail {
-			if d := untrustedDetail(contentText(res.Content), MaxDetailBytes); d != "" {
+			if d := untrusted(contentText(res.Content), MaxDetailBytes); d != "" {
 				out[KeyUntrustedDetail] = d
 			}
 		}
@@ -114,11 +114,11 @@ func contentText(cs []mcp.Content) string {
 			}
 		case *mcp.ImageContent:
 			if c != nil {
-				fmt.Fprintf(&b, "[MCP image: %s, %d bytes]", printable(c.MIMEType, 64), len(c.Data))
+				fmt.Fprintf(&b, "[MCP image: %s, %d bytes]", untrusted(c.MIMEType, 64), len(c.Data))
 			}
 		case *mcp.AudioContent:
 			if c != nil {
-				fmt.Fprintf(&b, "[MCP audio: %s, %d bytes]", printable(c.MIMEType, 64), len(c.Data))
+				fmt.Fprintf(&b, "[MCP audio: %s, %d bytes]", untrusted(c.MIMEType, 64), len(c.Data))
 			}
 		case *mcp.ResourceLink:
 			b.WriteString("[MCP resource link]")
@@ -152,8 +152,9 @@ func resolveSchema(v any) (*jsonschema.Resolved, error) {
 	return s.Resolve(nil)
 }
 
-// printable is redact.Printable.
+// printable is redact.Printable, for log lines.
 func printable(s string, limit int) string { return redact.Printable(s, limit) }
 
-// untrustedDetail is redact.Text.
-func untrustedDetail(s string, limit int) string { return redact.Text(s, limit) }
+// untrusted is redact.Text: every server-provided string a model reads (a
+// tool-error detail, a tool description, a MIME type) goes through it.
+func untrusted(s string, limit int) string { return redact.Text(s, limit) }

@@ -270,7 +270,7 @@ func (s *server) newTool(mt *mcp.Tool) (*Tool, string) {
 	if !validDeclaredName(name) {
 		return nil, "invalid_declared_name"
 	}
-	desc := printable(mt.Description, maxDescriptionBytes)
+	desc := untrusted(mt.Description, maxDescriptionBytes)
 	var in any = map[string]any{"type": "object"}
 	if mt.InputSchema != nil {
 		b, err := json.Marshal(mt.InputSchema)
@@ -397,6 +397,9 @@ func (s *server) logAttrs(o *op, e *Error) []any {
 	}
 	if e.Tool != "" {
 		attrs = append(attrs, "tool", e.Tool)
+	}
+	if id := invocationID(o.parent); id != "" { // runid.go
+		attrs = append(attrs, "invocation_id", id)
 	}
 	if e.RetryAfter > 0 {
 		attrs = append(attrs, "retry_after", e.RetryAfter)

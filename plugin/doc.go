@@ -28,6 +28,15 @@
 // callbacks.Handler. The same callbacks can be set on an llmagent.Config
 // directly (see package callbacks), for one agent only.
 //
+// # What it logs
+//
+// With nothing else installed, every breaker transition is logged through
+// slog (WARN when a breaker opens, INFO when it goes half-open or closes,
+// rate-limited per dependency), and so are the runs a cut reaches (the first
+// short-circuit of a dependency in a run, a turn the plugin ended), with the
+// run's invocation ID. WithLogger sets the logger; WithoutBreakerLog turns
+// the lines off. docs/telemetry.md lists them.
+//
 // ADK never calls Plugin.Close; adkbreaker holds no goroutine or connection
 // that needs closing.
 package plugin

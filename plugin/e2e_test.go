@@ -574,21 +574,24 @@ func TestAlternativesAndLastGood(t *testing.T) {
 	if _, ok := degrade.Parse(resp); !ok {
 		t.Fatalf("not a payload: %v", resp)
 	}
-	alts, _ := resp[degrade.KeyAlternatives].([]string)
+	// The payload is JSON-shaped: read as a user's callback reads decoded JSON.
+	alts, _ := resp[degrade.KeyAlternatives].([]any)
 	if len(alts) != 1 || alts[0] != "search_cached_invoices" {
 		t.Fatalf("alternatives = %v", resp[degrade.KeyAlternatives])
 	}
-	lg, ok := resp[degrade.KeyLastGood].(degrade.LastGood)
+	lg, ok := resp[degrade.KeyLastGood].(map[string]any)
 	if !ok {
 		t.Fatalf("last_good missing: %#v", resp[degrade.KeyLastGood])
 	}
-	if lg.Result["invoice"] != "/invoices/42" || lg.AgeSeconds != 7 {
+	lgResult, _ := lg["result"].(map[string]any)
+	if lgResult["invoice"] != "/invoices/42" || lg["age_seconds"] != 7.0 {
 		t.Fatalf("last_good = %+v, want the healthy result, 7s old", lg)
 	}
-	lg.Result["invoice"] = "tampered" // a callback changing the payload cannot change the cache
+	lgResult["invoice"] = "tampered" // a callback changing the payload cannot change the cache
 	evs = e.mustTurn("again")
-	if again := functionResponses(evs)[0].Response[degrade.KeyLastGood].(degrade.LastGood); again.Result["invoice"] != "/invoices/42" {
-		t.Fatalf("the cached result was changed through a payload: %v", again.Result)
+	again, _ := functionResponses(evs)[0].Response[degrade.KeyLastGood].(map[string]any)
+	if res, _ := again["result"].(map[string]any); res["invoice"] != "/invoices/42" {
+		t.Fatalf("the cached result was changed through a payload: %v", again)
 	}
 	// Another user never gets this user's result.
 	var other []*session.Event

@@ -280,8 +280,8 @@ func TestIsolatedSaysNoRetryTime(t *testing.T) {
 	if !ok || info.Reason != degrade.ReasonIsolated || info.RetryAfterSeconds != 0 {
 		t.Fatalf("payload %v → %+v, %v", got, info, ok)
 	}
-	if r, _ := got[degrade.KeyRetry].(degrade.Retry); r.AfterSeconds != 0 {
-		t.Fatalf("retry = %+v, want no after_seconds", r)
+	if r, _ := got[degrade.KeyRetry].(map[string]any); len(r) != 1 || r["advised"] != false {
+		t.Fatalf("retry = %+v, want {advised: false} and no after_seconds", got[degrade.KeyRetry])
 	}
 	if ra := a.breaker().RetryAfter(); ra != registry.UntilReset {
 		t.Fatalf("RetryAfter = %v, want UntilReset", ra)

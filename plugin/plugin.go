@@ -35,6 +35,8 @@ type settings struct {
 	fileRegOpts int
 	errs        []error
 	tel         *telemetryConfig // telemetry.go; nil when off
+	// noBreakerLog turns the transition and failure lines off (logging.go).
+	noBreakerLog bool
 }
 
 // WithName sets the plugin name (ADK requires unique names). Default "adkbreaker".
@@ -116,6 +118,16 @@ func WithRemoveUnavailable() Option {
 	return optionFunc(func(s *settings) { s.cb.RemoveUnavailable = true })
 }
 
+// WithToolNote adds a standing sentence to the description of every
+// protected tool in each model request: "If this tool returns status
+// "unavailable", its service is down: do not call it again in this turn;
+// tell the user what is missing and continue without it." (degrade.ToolNote).
+// Declarations are cloned, so the note appears once however often a tool
+// hands out the same declaration. See docs/payloads.md.
+func WithToolNote() Option {
+	return optionFunc(func(s *settings) { s.cb.ToolNote = true })
+}
+
 // WithModelGuard lets BeforeModel end a turn readably when every endpoint of
 // a failover model is unavailable.
 func WithModelGuard(g callbacks.ModelGuard) Option {
@@ -127,7 +139,9 @@ func WithObserver(o callbacks.Observer) Option {
 	return optionFunc(func(s *settings) { s.cb.Observer = o })
 }
 
-// WithLogger sets the logger for warnings. Default slog.Default().
+// WithLogger sets the logger for warnings and for the breaker log lines
+// (transitions, short-circuits, ended turns; see WithoutBreakerLog).
+// Default slog.Default().
 func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(s *settings) { s.cb.Logger = l })
 }
@@ -257,6 +271,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 		return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))
 	}
 	s.cb.Registry = reg
+	startLog := s.breakerLog(&s.cb)   // logging.go: adds its Observer
 	watch, err := s.tel.attach(&s.cb) // telemetry.go: adds its Observer
 	if err != nil {
 		errs = append(errs, err)
@@ -269,6 +284,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 		return nil, "", fmt.Errorf("adkbreaker: %w", err)
 	}
 	watch(h)
+	startLog(h)
 	return h, s.name, nil
 }
 

@@ -7,6 +7,7 @@ import (
 	"runtime"
 
 	"go.opentelemetry.io/otel"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -54,11 +55,29 @@ func WithTracerProvider(tp trace.TracerProvider) Option {
 	})
 }
 
+// WithLoggerProvider turns on telemetry and mirrors every short-circuit and
+// ended turn as an OpenTelemetry log record, linked to the span current in
+// the callback (ADK's execute_tool or invoke_agent), through lp. Without it
+// the records go to the global logger provider (otel/log/global), which is
+// where ADK's launchers install theirs: ADK's web UI drops span events but
+// shows span-linked log records, so that is how short-circuits become
+// visible there. Pass otel/log/noop's provider to turn them off.
+func WithLoggerProvider(lp otellog.LoggerProvider) Option {
+	return optionFunc(func(s *settings) {
+		if lp == nil {
+			s.errs = append(s.errs, errors.New("logger provider: must not be nil"))
+			return
+		}
+		s.telemetry().lp = lp
+	})
+}
+
 // telemetryConfig is set by the options above; nil means telemetry is off.
 // Unset providers are resolved from the OTel globals when New runs.
 type telemetryConfig struct {
 	mp metric.MeterProvider
 	tp trace.TracerProvider
+	lp otellog.LoggerProvider
 }
 
 func (s *settings) telemetry() *telemetryConfig {
@@ -88,6 +107,9 @@ func (t *telemetryConfig) attach(cb *callbacks.Config) (watch func(*callbacks.Ha
 	in, err := telemetry.New(mp, tp)
 	if err != nil {
 		return nop, fmt.Errorf("telemetry: %w", err)
+	}
+	if t.lp != nil {
+		in.SetLoggerProvider(t.lp)
 	}
 	cb.Observer = fanOut(cb.Observer, in)
 	return func(h *callbacks.Handler) {

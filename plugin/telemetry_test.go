@@ -21,68 +21,16 @@ import (
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/internal/scripted"
+	"github.com/adkbreaker/adkbreaker/internal/spantest"
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// ADK's tracer delegates to the global tracer provider, and the global
-// delegate binds once per process: every later ADK span in this test binary
-// goes to the provider installed here. The recorder therefore keeps only the
-// spans of traces rooted by a test's own "test" tracer, so that other tests'
-// turns (the soak test runs 100,000) are not retained.
-var (
-	globalSpansOnce sync.Once
-	globalSpans     *scopedRecorder
-	globalTP        *sdktrace.TracerProvider
-)
+// installGlobalTracer installs the process's recording global tracer
+// provider (spantest.Global), which ADK's spans go to.
+func installGlobalTracer() (*sdktrace.TracerProvider, *spantest.Recorder) { return spantest.Global() }
 
-func installGlobalTracer() (*sdktrace.TracerProvider, *scopedRecorder) {
-	globalSpansOnce.Do(func() {
-		globalSpans = &scopedRecorder{want: map[trace.TraceID]bool{}}
-		globalTP = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(globalSpans))
-		otel.SetTracerProvider(globalTP)
-	})
-	return globalTP, globalSpans
-}
-
-// scopedRecorder is a span processor that records ended spans of traces whose
-// root was started by the tracer named "test", and drops every other span.
-type scopedRecorder struct {
-	mu    sync.Mutex
-	want  map[trace.TraceID]bool
-	ended []sdktrace.ReadOnlySpan
-}
-
-func (r *scopedRecorder) OnStart(_ context.Context, s sdktrace.ReadWriteSpan) {
-	if s.InstrumentationScope().Name == "test" && !s.Parent().IsValid() {
-		r.mu.Lock()
-		r.want[s.SpanContext().TraceID()] = true
-		r.mu.Unlock()
-	}
-}
-
-func (r *scopedRecorder) OnEnd(s sdktrace.ReadOnlySpan) {
-	r.mu.Lock()
-	if r.want[s.SpanContext().TraceID()] {
-		r.ended = append(r.ended, s)
-	}
-	r.mu.Unlock()
-}
-
-func (r *scopedRecorder) Shutdown(context.Context) error   { return nil }
-func (r *scopedRecorder) ForceFlush(context.Context) error { return nil }
-
-func spansOf(sr *scopedRecorder, id trace.TraceID) []sdktrace.ReadOnlySpan {
-	sr.mu.Lock()
-	defer sr.mu.Unlock()
-	var out []sdktrace.ReadOnlySpan
-	for _, s := range sr.ended {
-		if s.SpanContext().TraceID() == id {
-			out = append(out, s)
-		}
-	}
-	return out
-}
+func spansOf(sr *spantest.Recorder, id trace.TraceID) []sdktrace.ReadOnlySpan { return sr.Trace(id) }
 
 func attrMap(kvs []attribute.KeyValue) map[string]any {
 	out := map[string]any{}

@@ -1,66 +1,300 @@
-// Package redact is the one sanitiser for every piece of untrusted text that
-// adkbreaker lets a model (or a span, a log line, a metric) read: tool-error
-// details from MCP servers, names, and span attributes on export.
-//
-// It imports only the standard library.
 package redact
 
 import (
+	"math"
+	"net/netip"
 	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
 )
 
-// Printable keeps at most limit bytes of s, cut on a rune boundary, with
-// control, bidi, format and tag characters dropped and newlines and tabs
-// turned into spaces.
+// Redacted replaces a secret, a credential-bearing or internal URL, or a
+// private address in the output of Text.
+const Redacted = "[redacted]"
+
+// Removed replaces an instruction phrase in the output of Text.
+const Removed = "[removed]"
+
+// Printable returns s normalised, at most limit bytes long:
+//
+//   - invisible characters are dropped: invalid UTF-8 and U+FFFD, control
+//     characters other than white space, format characters (zero-width
+//     space, joiners, word joiner, soft hyphen, bidi controls, BOM), other
+//     default-ignorable code points (variation selectors, Hangul fillers,
+//     combining grapheme joiner), tag characters, private-use code points,
+//     surrogates and noncharacters;
+//   - every Unicode space is a space: tabs, line breaks, U+2028 and U+2029,
+//     no-break spaces (U+00A0, U+202F), U+2000–U+200A, U+205F, the
+//     ideographic space U+3000 and the other Zs characters; each run of them
+//     becomes one ASCII space, and the ends are trimmed;
+//   - full-width ASCII (U+FF01–U+FF5E) becomes ASCII.
+//
+// The result is valid UTF-8, cut on a rune boundary. A limit of 0 or less
+// gives "". Printable is idempotent. It redacts nothing: use Text for what a
+// model reads.
 func Printable(s string, limit int) string {
-	var b strings.Builder
-	b.Grow(min(len(s), limit))
-	for _, r := range s {
-		if r == utf8.RuneError || unicode.IsControl(r) || unicode.Is(unicode.Cf, r) ||
-			(r >= 0xE0000 && r <= 0xE007F) || unicode.Is(unicode.Co, r) {
-			if r == '\n' || r == '\t' {
-				r = ' '
-			} else {
-				continue
+	out, _ := normalise(s, limit)
+	return out
+}
+
+// Text returns untrusted text made safe for a model to read, at most limit
+// bytes long. It normalises s as Printable does, so that no invisible
+// character or unusual space can hide a pattern, and then
+//
+//   - replaces with "[redacted]": private keys; URLs with credentials and
+//     every http, https, ws, wss and ftp URL; user:password@host;
+//     bearer, basic, token and negotiate credentials; JSON web tokens;
+//     Google API keys (AIza…) and OAuth tokens (ya29.…); AWS access key IDs
+//     and secret access keys; GitHub, Slack, Stripe, OpenAI and Anthropic
+//     style keys; key=value and "key": "value" pairs whose key names a
+//     secret (password, secret, token, api_key, auth, credential, cookie,
+//     session…); long random-looking tokens (32 or more characters mixing
+//     upper case, lower case and digits, or hexadecimal); loopback, private,
+//     link-local, shared (100.64/10) and unspecified IPv4 and IPv6
+//     addresses, including IPv4-mapped IPv6 and zoned addresses;
+//   - replaces with "[removed]" instruction phrases aimed at the model
+//     ("ignore previous instructions", "you are now", "system prompt",
+//     "developer mode", role tags such as </system>…), whatever spaces
+//     separate their words.
+//
+// When s is longer than Text examines (four times limit, or limit + 48 KiB
+// for large limits), the cut-off last
+// word is dropped before matching, so that a secret cut in half cannot slip
+// through. A limit of 0 or less gives "".
+//
+// Text is a filter, not a proof: a secret it does not recognise (a bare
+// password, a short random string) goes through. Keep secrets out of errors
+// in the first place.
+func Text(s string, limit int) string {
+	if limit <= 0 {
+		return ""
+	}
+	scan := limit
+	if limit <= math.MaxInt-maxExtraScan {
+		scan += min(3*min(limit, maxExtraScan), maxExtraScan)
+	}
+	s, cut := normalise(s, scan)
+	if cut {
+		// The last word may be half a secret: drop it.
+		if i := strings.LastIndexByte(s, ' '); i >= 0 {
+			s = s[:i]
+		} else {
+			s = ""
+		}
+	}
+	for _, r := range rules {
+		if r.fn != nil {
+			s = r.re.ReplaceAllStringFunc(s, r.fn)
+		} else {
+			s = r.re.ReplaceAllLiteralString(s, r.with)
+		}
+	}
+	s, _ = normalise(s, limit) // replacements may leave spaces to fold
+	return s
+}
+
+// Sensitive reports whether s holds something Text redacts as a credential:
+// a key, token, password, private key, or user info in a URL — after the
+// same normalisation, so invisible characters cannot hide one. Plain URLs,
+// addresses and instruction phrases do not count. Configuration uses it to
+// refuse a name or a setting that carries a secret, without echoing it.
+func Sensitive(s string) bool {
+	s, _ = normalise(s, len(s))
+	for _, r := range rules {
+		if !r.secret {
+			continue
+		}
+		if r.fn == nil {
+			if r.re.MatchString(s) {
+				return true
+			}
+			continue
+		}
+		for _, m := range r.re.FindAllString(s, -1) {
+			if r.fn(m) != m {
+				return true
 			}
 		}
-		if b.Len()+utf8.RuneLen(r) > limit {
-			break
+	}
+	return false
+}
+
+// maxExtraScan bounds how far beyond limit Text reads, which bounds its
+// time (a few milliseconds per 10 KiB).
+const maxExtraScan = 48 << 10
+
+// normalise is Printable; cut reports whether s was longer than limit after
+// normalising, so that some of it was left out.
+func normalise(s string, limit int) (out string, cut bool) {
+	if limit <= 0 {
+		return "", s != ""
+	}
+	if len(s) <= limit && isPlain(s) {
+		return s, false
+	}
+	var b strings.Builder
+	b.Grow(min(len(s), limit))
+	space := false // a space is pending, written before the next kept rune
+	for _, r := range s {
+		switch {
+		case isSpace(r):
+			space = b.Len() > 0
+			continue
+		case invisible(r):
+			continue
+		case r >= 0xff01 && r <= 0xff5e: // full-width ASCII
+			r -= 0xfee0
+		}
+		n := utf8.RuneLen(r)
+		if space {
+			n++
+		}
+		if b.Len()+n > limit {
+			return b.String(), true
+		}
+		if space {
+			b.WriteByte(' ')
+			space = false
 		}
 		b.WriteRune(r)
 	}
-	return b.String()
+	return b.String(), false
 }
 
-var secretPatterns = []*regexp.Regexp{
-	regexp.MustCompile(`(?i)\b(bearer|basic|token)\s+[A-Za-z0-9._~+/=-]{6,}`),
-	regexp.MustCompile(`\beyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(\.[A-Za-z0-9_-]*)?`),
-	regexp.MustCompile(`\b(sk|pk|rk)[-_](live|test|proj)?[-_]?[A-Za-z0-9]{8,}`),
-	regexp.MustCompile(`\b(AKIA|ASIA)[A-Z0-9]{12,}`),
-	regexp.MustCompile(`\b(gh[pousr]|github_pat)_[A-Za-z0-9_]{10,}`),
-	regexp.MustCompile(`\bxox[abprs]-[A-Za-z0-9-]{8,}`),
-	regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----[\s\S]*?(-----END [A-Z ]*PRIVATE KEY-----|$)`),
-	regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^\s/@]+@[^\s]*`),
-	regexp.MustCompile(`(?i)\b(api[_-]?key|apikey|secret|password|passwd|pwd|token|access[_-]?token|auth)\s*[=:]\s*"?[^\s"&,;]+`),
-	regexp.MustCompile(`(?i)https?://[^\s]+`),
-	regexp.MustCompile(`\b(10|127|172\.(1[6-9]|2[0-9]|3[01])|192\.168)(\.[0-9]{1,3}){2,3}\b`),
-}
-
-var injectionPatterns = regexp.MustCompile(`(?i)(ignore (all )?(previous|prior|above) instructions|system prompt|you are now|disregard .{0,20}instructions)`)
-
-// Text sanitises untrusted text for a model to read: it drops control, bidi
-// and tag characters, redacts secret-looking tokens, URLs and private
-// addresses, neutralises instruction phrasing, folds white space and bounds
-// the result to limit bytes.
-func Text(s string, limit int) string {
-	s = Printable(s, 4*limit)
-	for _, re := range secretPatterns {
-		s = re.ReplaceAllString(s, "[redacted]")
+// isPlain reports whether s is already normalised and printable ASCII: the
+// allocation-free fast path.
+func isPlain(s string) bool {
+	if s == "" {
+		return true
 	}
-	s = injectionPatterns.ReplaceAllString(s, "[removed]")
-	s = strings.Join(strings.Fields(s), " ")
-	return Printable(s, limit)
+	if s[0] == ' ' || s[len(s)-1] == ' ' {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c < 0x20 || c > 0x7e || (c == ' ' && s[i+1] == ' ') {
+			return false
+		}
+	}
+	return true
 }
+
+// isSpace reports whether r separates words: Unicode white space (which
+// includes tabs, line breaks, U+0085, U+00A0, U+1680, U+2000–U+200A,
+// U+2028, U+2029, U+202F, U+205F and U+3000) and the blank U+2800.
+func isSpace(r rune) bool {
+	return unicode.IsSpace(r) || r == 0x2800
+}
+
+// invisible reports whether Printable drops r.
+func invisible(r rune) bool {
+	switch {
+	case r < 0x20, r >= 0x7f && r <= 0x9f: // C0, DEL, C1 (white space is handled before)
+		return true
+	case r < 0x7f:
+		return false
+	case r == utf8.RuneError:
+		return true
+	case r >= 0xe0000 && r <= 0xe0fff: // tags and the rest of the ignorable plane-14 block
+		return true
+	case r >= 0xfdd0 && r <= 0xfdef, r&0xfffe == 0xfffe: // noncharacters
+		return true
+	}
+	return unicode.In(r, unicode.Cf, unicode.Co, unicode.Cs,
+		unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
+// rule is one redaction: re's matches become with, or fn(match) if fn is
+// set. secret marks the rules Sensitive applies.
+type rule struct {
+	secret bool
+	re     *regexp.Regexp
+	with   string
+	fn     func(string) string
+}
+
+// secretKey names a value that is a secret in key=value and "key": value
+// pairs; the key may have a prefix and suffix (aws_secret_access_key,
+// DB_PASSWORD, X-Api-Key).
+const secretKey = `(?:api[_-]?key|apikey|secret|passw(?:or)?d|pwd|token|auth|credential|cookie|session[_-]?id|signature|private[_-]?key)`
+
+// rules are applied in order to normalised text (single ASCII spaces, no
+// invisible characters). Patterns that start with a distinctive prefix do
+// not require a word boundary before it, so that text glued in front (with
+// an invisible separator dropped) does not hide them.
+var rules = []rule{
+	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted},
+	// URLs: with credentials (any scheme), then every web URL.
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted},
+	{re: regexp.MustCompile(`(?i)(?:https?|wss?|ftp)://\S+`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted},
+	// Authorization schemes, with or without a space after them.
+	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), with: Redacted},
+	// Well-known token shapes.
+	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`ya29\.[0-9A-Za-z_-]{10,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{12,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted},
+	// key=value, key: value, "key": "value".
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted},
+	// Long random-looking tokens (AWS secret access keys among them).
+	{secret: true, re: regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`), fn: randomToken},
+	// Addresses: candidates, then parsed; only non-public ones are redacted.
+	{re: regexp.MustCompile(`(?i)\[?(?:[0-9a-f]{0,4}:){2,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f]{1,4})?(?:%[0-9a-z._-]+)?\]?`), fn: internalAddr},
+	{re: regexp.MustCompile(`\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}\b`), fn: internalAddr},
+	// Instructions aimed at the model.
+	{re: regexp.MustCompile(`(?i)(?:ignore|disregard|forget|override|bypass)[ ,]*(?:(?:all|any|the|your|of|these|those|my|every|previous|prior|above|earlier|preceding|former|system|developer|original|safety)[ ,]*)*(?:instructions?|directions?|prompts?|rules|guidelines|guardrails)`), with: Removed},
+	{re: regexp.MustCompile(`(?i)system ?prompt|you ?are ?now|new ?instructions?|developer ?mode|jailbreak|system ?override|</? ?(?:system|assistant|user|developer|tool_call|tool|instructions?)\b[^>]{0,40}>`), with: Removed},
+}
+
+// randomToken redacts t if it looks random: it mixes upper case, lower case
+// and digits, or it is hexadecimal with both letters and digits.
+func randomToken(t string) string {
+	var upper, lower, digit, hexOnly = false, false, false, true
+	for i := 0; i < len(t); i++ {
+		c := t[i]
+		switch {
+		case c >= 'A' && c <= 'Z':
+			upper = true
+			hexOnly = hexOnly && c <= 'F'
+		case c >= 'a' && c <= 'z':
+			lower = true
+			hexOnly = hexOnly && c <= 'f'
+		case c >= '0' && c <= '9':
+			digit = true
+		default:
+			hexOnly = false
+		}
+	}
+	if (upper && lower && digit) || (hexOnly && digit && (upper || lower)) {
+		return Redacted
+	}
+	return t
+}
+
+// internalAddr redacts a if it parses as an address that is not public:
+// loopback, private, link-local, shared address space (100.64.0.0/10),
+// unspecified, or any IPv4-mapped IPv6 address.
+func internalAddr(a string) string {
+	ip, err := netip.ParseAddr(strings.Trim(a, "[]"))
+	if err != nil {
+		return a
+	}
+	if ip.Is4In6() {
+		return Redacted
+	}
+	if ip.IsLoopback() || ip.IsPrivate() || ip.IsLinkLocalUnicast() || ip.IsLinkLocalMulticast() ||
+		ip.IsInterfaceLocalMulticast() || ip.IsUnspecified() || sharedSpace.Contains(ip) || siteLocal.Contains(ip) {
+		return Redacted
+	}
+	return a
+}
+
+var (
+	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
+	siteLocal   = netip.MustParsePrefix("fec0::/10") // deprecated, still internal
+)

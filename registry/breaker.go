@@ -67,6 +67,12 @@ type Breaker struct {
 
 	// shortCircuits counts refusals; touched only on the refused path.
 	shortCircuits atomic.Uint64
+	// shadowRefusals counts calls a shadow-mode breaker would have refused.
+	shadowRefusals atomic.Uint64
+	// reported counts reported outcomes since creation, by the outcome the
+	// breaker counted (a slow success is a failure): Success, Failure,
+	// Excluded.
+	reported [3]atomic.Uint64
 	// forceTrip makes the next failure trip (Trip); false otherwise.
 	forceTrip atomic.Bool
 	// tripMu serialises Trip calls.
@@ -322,6 +328,10 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 }
 
 func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration, cause Cause) (Ticket, Decision) {
+	if b.pol.Shadow {
+		b.shadowRefusals.Add(1)
+		return Ticket{}, Decision{Allowed: true, Shadow: true, State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
+	}
 	b.shortCircuits.Add(1)
 	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 }
@@ -551,6 +561,18 @@ type Counts struct {
 	ShortCircuits uint64
 	// Trips is how many times the breaker opened since creation.
 	Trips uint64
+	// ShadowRefusals is how many calls a breaker in shadow mode
+	// (Policy.Shadow) would have refused, and admitted, since creation.
+	ShadowRefusals uint64
+}
+
+// Reported returns how many outcomes were reported since the breaker was
+// created, indexed by Outcome (Success, Failure, Excluded), as the breaker
+// counted them: a success slower than Policy.SlowCall is a failure.
+// Together with Counts.ShortCircuits they are every call's fate, for
+// dashboards. Three atomic loads; no lock.
+func (b *Breaker) Reported() [3]uint64 {
+	return [3]uint64{b.reported[Success].Load(), b.reported[Failure].Load(), b.reported[Excluded].Load()}
 }
 
 // Counts returns the breaker's counters.
@@ -562,7 +584,7 @@ func (b *Breaker) Counts() Counts {
 	return Counts{
 		Requests: c.Requests, Successes: c.TotalSuccesses, Failures: c.TotalFailures,
 		Exclusions: c.TotalExclusions, ConsecutiveFailures: c.ConsecutiveFailures,
-		ShortCircuits: b.shortCircuits.Load(), Trips: trips,
+		ShortCircuits: b.shortCircuits.Load(), Trips: trips, ShadowRefusals: b.shadowRefusals.Load(),
 	}
 }
 

@@ -26,6 +26,12 @@ type Policy struct {
 	// that started more than one Window ago are not counted, so Window should
 	// be at least twice the longest call deadline of the dependency.
 	Window time.Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	// Shadow runs the breaker in shadow mode: it keeps its state machine as
+	// if it enforced (trips, holds, probes), but every call it would have
+	// refused is admitted instead and counted as a shadow refusal
+	// (Counts.ShadowRefusals, Decision.Shadow). Roll adkbreaker out with it
+	// to watch what it would do before it does it.
+	Shadow bool `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 	// DisableFailureRate turns the failure-rate trip off; only consecutive
 	// failures trip.
 	DisableFailureRate bool `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
@@ -205,8 +211,9 @@ func (p Policy) Validate() error {
 	}
 	if p.CallTimeout < 0 {
 		bad("call_timeout", "must be ≥ 0, got %s", p.CallTimeout)
-	} else if p.CallTimeout > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.CallTimeout {
-		bad("probe_lease", "must be ≥ call_timeout (%s), got %s", p.CallTimeout, r.ProbeLease)
+	}
+	if p.Window >= 0 && p.SlowCall >= 0 && p.CallTimeout >= 0 {
+		errs = append(errs, layerErrs(r)...) // layers.go: the layered-timeout rule
 	}
 	return errors.Join(errs...)
 }

@@ -28,7 +28,8 @@ func TestPolicyValidate(t *testing.T) {
 		{"backoff 1", registry.Policy{OpenBackoff: 1}, ""},
 		{"max open for equals open for", registry.Policy{OpenFor: time.Minute, MaxOpenFor: time.Minute}, ""},
 		{"max open for above the default open for", registry.Policy{MaxOpenFor: 30 * time.Second}, ""},
-		{"slow call within the default lease", registry.Policy{SlowCall: 60 * time.Second}, ""},
+		{"slow call within the default lease", registry.Policy{SlowCall: 60 * time.Second, Window: 2 * time.Minute}, ""},
+		{"window just above slow call", registry.Policy{Window: 10*time.Second + 1, SlowCall: 10 * time.Second}, ""},
 		{"window of a day", registry.Policy{Window: 24 * time.Hour}, ""},
 
 		{"negative consecutive failures", registry.Policy{ConsecutiveFailures: -1}, "consecutive_failures"},
@@ -57,7 +58,12 @@ func TestPolicyValidate(t *testing.T) {
 		{"too many probes", registry.Policy{HalfOpenProbes: 1001}, "half_open_probes"},
 		{"negative lease", registry.Policy{ProbeLease: -1}, "probe_lease"},
 		{"lease below slow call", registry.Policy{SlowCall: 10 * time.Second, ProbeLease: 5 * time.Second}, "probe_lease"},
-		{"default lease below slow call", registry.Policy{SlowCall: 2 * time.Minute}, "probe_lease"},
+		{"default lease below slow call", registry.Policy{SlowCall: 2 * time.Minute, Window: 5 * time.Minute}, "probe_lease"},
+		// The layered-timeout rule (layers.go): a call slower than the window
+		// is never counted.
+		{"window equal to slow call", registry.Policy{Window: 10 * time.Second, SlowCall: 10 * time.Second}, "window"},
+		{"window below slow call", registry.Policy{Window: time.Second, SlowCall: 10 * time.Second}, "window"},
+		{"default window below slow call", registry.Policy{SlowCall: 90 * time.Second, ProbeLease: 2 * time.Minute}, "window"},
 		{"negative max retry hint", registry.Policy{MaxRetryHint: -1}, "max_retry_hint"},
 	}
 	for _, tt := range tests {

@@ -27,7 +27,7 @@ func (b *Breaker) Reserve() (Reservation, Decision) {
 		return r, Decision{Allowed: true, State: StateClosed}
 	}
 	t, d := b.admitSlow()
-	if !d.Allowed {
+	if !d.Allowed || d.Shadow {
 		return Reservation{}, d
 	}
 	return Reservation{b: b, probe: t}, d

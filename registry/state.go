@@ -86,6 +86,12 @@ type Decision struct {
 	// the thresholds set, from the breaker's own record: there is no second
 	// copy to go stale after a Reset.
 	Cause Cause
+	// Shadow is true when a breaker in shadow mode (Policy.Shadow) would have
+	// refused the call and admitted it instead: Allowed is true, Reason,
+	// State and RetryAfter say what the refusal would have been, and the
+	// Ticket (or Reservation) is invalid, so the call's outcome is not
+	// counted — exactly as if it had been refused.
+	Shadow bool
 }
 
 // Err returns nil for an admitted call, or an *OpenError describing the refusal.

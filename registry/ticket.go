@@ -110,16 +110,20 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 }
 
 // outcomeErr translates an outcome into the error handed to gobreaker's
-// done: a success slower than Policy.SlowCall is a failure.
+// done: a success slower than Policy.SlowCall is a failure. (Retry hints are
+// applied by the caller: see applyHint.)
 func (b *Breaker) outcomeErr(o Outcome, start time.Time) error {
+	if o == Success && b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
+		o = Failure
+	}
 	switch o {
 	case Failure:
+		b.reported[Failure].Add(1)
 		return errFailure
 	case Excluded:
+		b.reported[Excluded].Add(1)
 		return errExcluded
 	}
-	if b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
-		return errFailure
-	}
+	b.reported[Success].Add(1)
 	return nil
 }

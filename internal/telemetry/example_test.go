@@ -3,6 +3,8 @@ package telemetry_test
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -30,20 +32,27 @@ func ExampleInstrumentation_Watch() {
 
 	var rm metricdata.ResourceMetrics
 	_ = reader.Collect(context.Background(), &rm)
+	var lines []string
 	for _, m := range rm.ScopeMetrics[0].Metrics {
 		switch d := m.Data.(type) {
 		case metricdata.Sum[int64]:
 			for _, p := range d.DataPoints {
-				fmt.Printf("%s{%s} %d\n", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value)
+				lines = append(lines, fmt.Sprintf("%s{%s} %d", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value))
 			}
 		case metricdata.Gauge[int64]:
 			for _, p := range d.DataPoints {
-				fmt.Printf("%s{%s} %d\n", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value)
+				lines = append(lines, fmt.Sprintf("%s{%s} %d", m.Name, p.Attributes.Encoded(attribute.DefaultEncoder()), p.Value))
 			}
 		}
 	}
+	slices.Sort(lines)
+	fmt.Println(strings.Join(lines, "\n"))
 	// Output:
-	// adkbreaker.transitions{cause=isolated,dependency=billing-api,from=closed,to=open} 1
 	// adkbreaker.breaker.state{dependency=billing-api} 2
+	// adkbreaker.calls{dependency=billing-api,outcome=excluded} 0
+	// adkbreaker.calls{dependency=billing-api,outcome=failure} 0
+	// adkbreaker.calls{dependency=billing-api,outcome=short_circuited} 0
+	// adkbreaker.calls{dependency=billing-api,outcome=success} 0
 	// adkbreaker.transitions.dropped{} 0
+	// adkbreaker.transitions{cause=isolated,dependency=billing-api,from=closed,to=open} 1
 }

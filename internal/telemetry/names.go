@@ -11,6 +11,10 @@ const (
 	MetricTurnsEnded         = "adkbreaker.turns_ended"
 	MetricBreakerState       = "adkbreaker.breaker.state"
 	MetricBreakerRetryAfter  = "adkbreaker.breaker.retry_after"
+	MetricFailureRate        = "adkbreaker.breaker.failure_rate"
+	MetricOpenDuration       = "adkbreaker.breaker.open_duration"
+	MetricProbes             = "adkbreaker.probes"
+	MetricCalls              = "adkbreaker.calls"
 	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
 )
 
@@ -25,6 +29,7 @@ const (
 	AttrFrom       = "from"
 	AttrTo         = "to"
 	AttrCause      = "cause"
+	AttrOutcome    = "outcome"
 )
 
 // Span attribute keys, set on the span current in the callback's context

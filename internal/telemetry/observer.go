@@ -28,6 +28,7 @@ func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortC
 		opts = in.scOverflow[b2i(ev.Terminal)]
 	}
 	in.shortCircuits.Add(ctx, 1, opts...)
+	in.logShortCircuit(ctx, ev)
 
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
@@ -69,6 +70,7 @@ func (in *Instrumentation) TurnEnded(ctx context.Context, ev callbacks.TurnEndEv
 		opts = in.turnsOver
 	}
 	in.turnsEnded.Add(ctx, 1, opts...)
+	in.logTurnEnded(ctx, ev)
 	span := trace.SpanFromContext(ctx)
 	if !span.IsRecording() {
 		return

@@ -6,6 +6,7 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
+	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
@@ -28,6 +29,7 @@ type Instrumentation struct {
 	tp     trace.TracerProvider
 	meter  metric.Meter
 	tracer trace.Tracer
+	logger otellog.Logger
 
 	shortCircuits metric.Int64Counter
 	transitions   metric.Int64Counter
@@ -36,12 +38,17 @@ type Instrumentation struct {
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
 	dropped       metric.Int64ObservableCounter
+	failureRate   metric.Float64ObservableGauge
+	openDuration  metric.Float64Histogram
+	probes        metric.Int64Counter
+	calls         metric.Int64ObservableCounter
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
 	turns      *cache[callbacks.TurnEndReason, []metric.AddOption]
 	turnsOver  []metric.AddOption
 	deps       *cache[registry.Key, metric.ObserveOption]
+	callSets   *cache[registry.Key, *[4]metric.ObserveOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -68,13 +75,15 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		return nil, errors.Join(errs...)
 	}
 	in := &Instrumentation{
-		mp:     mp,
-		tp:     tp,
-		meter:  mp.Meter(ScopeName),
-		tracer: tp.Tracer(ScopeName),
-		sc:     newCache[scKey, []metric.AddOption](MaxAttributeSets),
-		turns:  newCache[callbacks.TurnEndReason, []metric.AddOption](64),
-		deps:   newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
+		mp:       mp,
+		tp:       tp,
+		meter:    mp.Meter(ScopeName),
+		tracer:   tp.Tracer(ScopeName),
+		logger:   defaultLogger(),
+		sc:       newCache[scKey, []metric.AddOption](MaxAttributeSets),
+		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
+		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
+		callSets: newCache[registry.Key, *[4]metric.ObserveOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error
@@ -104,6 +113,19 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
 		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
 	add(MetricTransitionsDropped, err)
+	in.failureRate, err = m.Float64ObservableGauge(MetricFailureRate, metric.WithUnit("1"),
+		metric.WithDescription("Failures / (successes + failures) in the breaker's current window (closed) or probe round (half-open); not reported while nothing is counted."))
+	add(MetricFailureRate, err)
+	in.openDuration, err = m.Float64Histogram(MetricOpenDuration, metric.WithUnit("s"),
+		metric.WithDescription("How long a dependency was unavailable: from the breaker leaving closed to closing again, recorded when it closes."),
+		metric.WithExplicitBucketBoundaries(1, 5, 15, 30, 60, 120, 300, 600, 1800, 3600, 14400, 86400))
+	add(MetricOpenDuration, err)
+	in.probes, err = m.Int64Counter(MetricProbes, metric.WithUnit("{probe}"),
+		metric.WithDescription("Half-open probe rounds by outcome: succeeded (closed the breaker), failed (re-opened it), lease_expired (no outcome in time; counted as failed)."))
+	add(MetricProbes, err)
+	in.calls, err = m.Int64ObservableCounter(MetricCalls, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool and model calls through a breaker by outcome: success, failure, excluded (counted neither way), short_circuited (refused without calling the dependency)."))
+	add(MetricCalls, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

@@ -83,6 +83,11 @@ func collect(t testing.TB, r sdkmetric.Reader) map[string]map[string]float64 {
 				for _, p := range d.DataPoints {
 					put(m.Name, p.Attributes, p.Value)
 				}
+			case metricdata.Histogram[float64]:
+				for _, p := range d.DataPoints {
+					put(m.Name+".count", p.Attributes, float64(p.Count))
+					put(m.Name+".sum", p.Attributes, p.Sum)
+				}
 			default:
 				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
 			}

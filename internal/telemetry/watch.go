@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -39,14 +40,34 @@ func (in *Instrumentation) Watch(reg *registry.Registry) (stop func()) {
 }
 
 func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
+	// unavailableSince is when each dependency left closed; transitions are
+	// delivered in order on one goroutine, so it needs no lock.
+	unavailableSince := map[registry.Key]time.Time{}
 	unsub := reg.Subscribe(func(t registry.Transition) {
 		defer handlePanic()
-		in.transitions.Add(context.Background(), 1, metric.WithAttributes(
+		ctx := context.Background()
+		in.transitions.Add(ctx, 1, metric.WithAttributes(
 			attribute.String(AttrDependency, string(t.Key)),
 			attribute.String(AttrFrom, t.From.String()),
 			attribute.String(AttrTo, t.To.String()),
 			attribute.String(AttrCause, t.Cause.String()),
 		))
+		if outcome := probeOutcome(t.Cause); outcome != "" {
+			in.probes.Add(ctx, 1, metric.WithAttributes(
+				attribute.String(AttrDependency, string(t.Key)), attribute.String(AttrOutcome, outcome)))
+		}
+		switch {
+		case t.From == registry.StateClosed:
+			unavailableSince[t.Key] = t.At
+		case t.To == registry.StateClosed:
+			if since, ok := unavailableSince[t.Key]; ok {
+				delete(unavailableSince, t.Key)
+				if !since.IsZero() && !t.At.IsZero() {
+					in.openDuration.Record(ctx, max(0, t.At.Sub(since).Seconds()), metric.WithAttributes(
+						attribute.String(AttrDependency, string(t.Key))))
+				}
+			}
+		}
 	})
 	cb := func(_ context.Context, o metric.Observer) error {
 		defer handlePanic()
@@ -57,11 +78,24 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 			}
 			o.ObserveInt64(in.state, int64(st.State), opt)
 			o.ObserveFloat64(in.retryAfter, retrySeconds(st.RetryAfter), opt)
+			sets, ok := in.callSets.get(st.Key, mkCallSets)
+			if !ok {
+				sets = mkCallSets(st.Key)
+			}
+			if b, ok := reg.Lookup(st.Key); ok {
+				for i, v := range b.Reported() {
+					o.ObserveInt64(in.calls, int64(v), sets[i])
+				}
+			}
+			o.ObserveInt64(in.calls, int64(st.Counts.ShortCircuits), sets[3])
+			if n := st.Counts.Successes + st.Counts.Failures; n > 0 {
+				o.ObserveFloat64(in.failureRate, float64(st.Counts.Failures)/float64(n), opt)
+			}
 		}
 		o.ObserveInt64(in.dropped, int64(reg.DroppedTransitions()))
 		return nil
 	}
-	r, err := in.meter.RegisterCallback(cb, in.state, in.retryAfter, in.dropped)
+	r, err := in.meter.RegisterCallback(cb, in.state, in.retryAfter, in.dropped, in.failureRate, in.calls)
 	if err != nil {
 		otel.Handle(fmt.Errorf("adkbreaker telemetry: register gauges: %w", err))
 	}
@@ -73,6 +107,33 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 			}
 		}
 	}
+}
+
+// probeOutcome names the outcome of a probe round that ended with cause c,
+// or "" when c does not end one.
+func probeOutcome(c registry.Cause) string {
+	switch c {
+	case registry.CauseProbeSucceeded:
+		return "succeeded"
+	case registry.CauseProbeFailed:
+		return "failed"
+	case registry.CauseLeaseExpired:
+		return "lease_expired"
+	}
+	return ""
+}
+
+// callOutcomes are the outcome values of adkbreaker.calls, indexed like
+// registry.Counts.Reported, then short_circuited.
+var callOutcomes = [4]string{"success", "failure", "excluded", "short_circuited"}
+
+func mkCallSets(k registry.Key) *[4]metric.ObserveOption {
+	var out [4]metric.ObserveOption
+	for i, o := range callOutcomes {
+		out[i] = metric.WithAttributeSet(attribute.NewSet(
+			attribute.String(AttrDependency, string(k)), attribute.String(AttrOutcome, o)))
+	}
+	return &out
 }
 
 func mkDepSet(k registry.Key) metric.ObserveOption {

@@ -1,0 +1,60 @@
+package callbacks
+
+import (
+	"google.golang.org/adk/model"
+	"google.golang.org/adk/tool"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/degrade"
+)
+
+// addToolNote adds degrade.ToolNote to the description of every declared
+// tool the handler protects (Config.ToolNote). Declarations and their
+// genai.Tool are cloned, never modified: a tool may hand the same
+// declaration to every request (ADK's and mcpguard's MCP tools do), and
+// modifying it would append the note once per turn. A description that
+// already carries the note is left as it is.
+func (h *Handler) addToolNote(req *model.LLMRequest) {
+	for ti, gt := range req.Config.Tools {
+		if gt == nil {
+			continue
+		}
+		var decls []*genai.FunctionDeclaration
+		for i, fd := range gt.FunctionDeclarations {
+			if fd == nil || !h.protects(req.Tools[fd.Name]) {
+				continue
+			}
+			desc := degrade.WithToolNote(fd.Description)
+			if desc == fd.Description {
+				continue
+			}
+			if decls == nil {
+				decls = append([]*genai.FunctionDeclaration(nil), gt.FunctionDeclarations...)
+			}
+			c := *fd
+			c.Description = desc
+			decls[i] = &c
+		}
+		if decls != nil {
+			ng := *gt
+			ng.FunctionDeclarations = decls
+			req.Config.Tools[ti] = &ng
+		}
+	}
+}
+
+// protects reports whether calls of the request tool t go through a
+// breaker: a tool that maps to a dependency (a mapping, its DependencyKey, or
+// its name unless unmapped tools pass through).
+func (h *Handler) protects(t any) bool {
+	tt, ok := t.(tool.Tool)
+	if !ok {
+		return false
+	}
+	k := keyOf(tt)
+	if b, ok := h.res.cached(k); ok {
+		return b.key != ""
+	}
+	_, ok = h.res.keyFor(k)
+	return ok
+}

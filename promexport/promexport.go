@@ -1,0 +1,103 @@
+// Package promexport exposes adkbreaker's OpenTelemetry metrics as a
+// Prometheus /metrics endpoint, for users who run no OpenTelemetry
+// Collector. ADK's launchers install no meter provider; this is the one
+// line that gives a Prometheus server something to scrape:
+//
+//	exp, err := promexport.New()
+//	if err != nil { ... }
+//	p, err := breaker.New(breaker.WithMeterProvider(exp.MeterProvider()))
+//	mux.Handle("/metrics", exp.Handler())
+//
+// It uses the OpenTelemetry Prometheus exporter
+// (go.opentelemetry.io/otel/exporters/prometheus) with its own Prometheus
+// registry, so it never collides with a process-wide default registry, and
+// the names it produces are those listed in docs/telemetry.md: dots become
+// underscores, counters end in _total, units become suffixes
+// (adkbreaker.transitions → adkbreaker_transitions_total).
+package promexport
+
+import (
+	"context"
+	"errors"
+	"net/http"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
+	"go.opentelemetry.io/otel/metric"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+)
+
+// Exporter holds a MeterProvider and the Prometheus registry it feeds.
+type Exporter struct {
+	reg *prometheus.Registry
+	mp  *sdkmetric.MeterProvider
+	h   http.Handler
+}
+
+// Option configures an Exporter.
+type Option func(*config)
+
+type config struct {
+	runtime  bool
+	exporter []otelprom.Option
+	provider []sdkmetric.Option
+}
+
+// WithGoRuntime adds the Go runtime and process collectors
+// (go_goroutines, process_cpu_seconds_total, ...) to the endpoint.
+func WithGoRuntime() Option { return func(c *config) { c.runtime = true } }
+
+// WithExporterOptions passes options to the OpenTelemetry Prometheus
+// exporter (for example otelprom.WithoutScopeInfo()). WithRegisterer is set
+// by promexport and must not be passed.
+func WithExporterOptions(opts ...otelprom.Option) Option {
+	return func(c *config) { c.exporter = append(c.exporter, opts...) }
+}
+
+// WithProviderOptions passes options to the MeterProvider (for example a
+// resource or views).
+func WithProviderOptions(opts ...sdkmetric.Option) Option {
+	return func(c *config) { c.provider = append(c.provider, opts...) }
+}
+
+// New builds an Exporter.
+func New(opts ...Option) (*Exporter, error) {
+	var c config
+	for _, o := range opts {
+		o(&c)
+	}
+	reg := prometheus.NewRegistry()
+	if c.runtime {
+		if err := errors.Join(
+			reg.Register(collectors.NewGoCollector()),
+			reg.Register(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{})),
+		); err != nil {
+			return nil, err
+		}
+	}
+	exp, err := otelprom.New(append(c.exporter, otelprom.WithRegisterer(reg))...)
+	if err != nil {
+		return nil, err
+	}
+	mp := sdkmetric.NewMeterProvider(append(c.provider, sdkmetric.WithReader(exp))...)
+	return &Exporter{
+		reg: reg,
+		mp:  mp,
+		h:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+	}, nil
+}
+
+// MeterProvider is what to pass to breaker.WithMeterProvider,
+// failover.WithMeterProvider and mcpguard's meter option.
+func (e *Exporter) MeterProvider() metric.MeterProvider { return e.mp }
+
+// Handler serves the metrics in the Prometheus exposition format.
+func (e *Exporter) Handler() http.Handler { return e.h }
+
+// Registry is the Prometheus registry behind Handler, for adding collectors.
+func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
+
+// Shutdown stops the MeterProvider.
+func (e *Exporter) Shutdown(ctx context.Context) error { return e.mp.Shutdown(ctx) }

@@ -1,0 +1,82 @@
+package promexport_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	breaker "github.com/adkbreaker/adkbreaker/plugin"
+	"github.com/adkbreaker/adkbreaker/promexport"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// TestMetricsEndpointServesDocumentedNames wires the plugin to the exporter
+// and scrapes /metrics: the state gauge and the transitions counter appear
+// under the Prometheus names docs/telemetry.md lists.
+func TestMetricsEndpointServesDocumentedNames(t *testing.T) {
+	exp, err := promexport.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(context.Background())
+	reg := registry.MustNew()
+	if _, err := breaker.NewHandler(breaker.WithRegistry(reg), breaker.WithMeterProvider(exp.MeterProvider())); err != nil {
+		t.Fatal(err)
+	}
+	b, err := reg.Get("billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Trip(time.Minute, registry.CauseRetryHint)
+	if err := reg.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	srv := httptest.NewServer(exp.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	for _, want := range []string{
+		"# TYPE adkbreaker_breaker_state gauge",
+		"# TYPE adkbreaker_transitions_total counter",
+		"# TYPE adkbreaker_breaker_retry_after_seconds gauge",
+	} {
+		if !strings.Contains(text, want) {
+			t.Errorf("/metrics lacks %q", want)
+		}
+	}
+	if !hasSample(text, "adkbreaker_breaker_state", `dependency="billing"`, "2") {
+		t.Errorf("no open state sample for billing in:\n%s", grep(text, "adkbreaker_breaker_state"))
+	}
+	if !hasSample(text, "adkbreaker_transitions_total", `cause="retry_hint"`, "1") {
+		t.Errorf("no transition sample in:\n%s", grep(text, "adkbreaker_transitions_total"))
+	}
+}
+
+func hasSample(text, name, label, value string) bool {
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, name+"{") && strings.Contains(line, label) && strings.HasSuffix(line, " "+value) {
+			return true
+		}
+	}
+	return false
+}
+
+func grep(text, prefix string) string {
+	var out []string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.HasPrefix(line, prefix) {
+			out = append(out, line)
+		}
+	}
+	return strings.Join(out, "\n")
+}

@@ -1,0 +1,185 @@
+package statuspage_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chromedp/chromedp"
+
+	"github.com/adkbreaker/adkbreaker/internal/browsertest"
+	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/statuspage"
+)
+
+func chromium(t *testing.T) context.Context { return browsertest.New(t, 90*time.Second) }
+
+func screenshot(t *testing.T, ctx context.Context, name string) {
+	browsertest.Screenshot(t, ctx, filepath.Join("..", "docs", "img"), name)
+}
+
+func serveRealClock(t *testing.T, opts ...statuspage.Option) (*registry.Registry, string) {
+	t.Helper()
+	reg := registry.MustNew()
+	opts = append([]statuspage.Option{statuspage.WithLogger(slog.New(slog.DiscardHandler)), statuspage.WithRefresh(500 * time.Millisecond)}, opts...)
+	h, err := statuspage.New(reg, opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/breakers/", http.StripPrefix("/breakers", h))
+	srv := httptest.NewServer(mux)
+	t.Cleanup(func() { h.Close(); srv.Close() }) // Close ends the event streams first
+	return reg, srv.URL + "/breakers/"
+}
+
+func stateSel(dep string) string { return `#deps tr[data-dep="` + dep + `"] .state` }
+
+// eval runs a JavaScript expression in the page and returns its value.
+func eval[T any](t *testing.T, ctx context.Context, expr string, opts ...chromedp.EvaluateOption) T {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[T](expr, opts...))
+	if err != nil {
+		t.Fatalf("%s: %v", expr, err)
+	}
+	return v
+}
+
+// do runs steps, failing the test on error.
+func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Void]) {
+	t.Helper()
+	if err := chromedp.Do(ctx, steps...); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// text returns an element's visible text.
+func text(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	if err != nil {
+		t.Fatalf("text of %s: %v", sel, err)
+	}
+	return v
+}
+
+// poll waits until a JavaScript expression is true in the page.
+func poll(expr string) chromedp.Action[chromedp.Void] {
+	return chromedp.Func(func(ctx context.Context, tg *chromedp.Target) error {
+		_, err := chromedp.Poll[bool](expr)(ctx, tg)
+		return err
+	})
+}
+
+// TestBrowserShowsTransitionsLive drives the page in a real Chromium: a
+// dependency turns from closed to open and back without a reload, the
+// countdown decreases, and there are no operator buttons by default.
+func TestBrowserShowsTransitionsLive(t *testing.T) {
+	ctx := chromium(t)
+	reg, page := serveRealClock(t)
+	b, err := reg.Get("billing-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := reg.Get("search-api"); err != nil {
+		t.Fatal(err)
+	}
+
+	do(t, ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(stateSel("billing-api")+".closed")),
+		poll(`document.getElementById("live").textContent === "live"`),
+	)
+	eval[int](t, ctx, `window.__noReload = 42`) // a marker a reload would erase
+	if buttons := eval[int](t, ctx, `document.querySelectorAll("button").length`); buttons != 0 {
+		t.Errorf("%d buttons on the page although operator actions are disabled", buttons)
+	}
+	screenshot(t, ctx, "statuspage-closed.png")
+
+	b.Trip(90*time.Second, registry.CauseRetryHint)
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(stateSel("billing-api")+".open")))
+	first := text(t, ctx, `#deps tr[data-dep="billing-api"] .countdown`)
+	secs := func(s string) int {
+		n, err := strconv.Atoi(strings.TrimSuffix(strings.TrimSpace(s), " s"))
+		if err != nil {
+			t.Fatalf("countdown %q: %v", s, err)
+		}
+		return n
+	}
+	start := secs(first)
+	if start < 80 || start > 90 {
+		t.Fatalf("countdown right after a 90 s trip = %q", first)
+	}
+	// The countdown runs in the browser between updates.
+	do(t, ctx, poll(`parseInt(document.querySelector('#deps tr[data-dep="billing-api"] .countdown').textContent) < `+strconv.Itoa(start)))
+	if later := text(t, ctx, `#deps tr[data-dep="billing-api"] .countdown`); secs(later) >= start {
+		t.Errorf("countdown did not decrease: %q then %q", first, later)
+	}
+	if lanes := eval[int](t, ctx, `document.querySelectorAll("#timeline svg rect").length`); lanes < 3 {
+		t.Errorf("timeline has %d segments, want closed+open for billing-api and closed for search-api", lanes)
+	}
+	screenshot(t, ctx, "statuspage-open.png")
+
+	reg.Reset("billing-api")
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(stateSel("billing-api")+".closed")))
+	if marker := eval[int](t, ctx, `window.__noReload`); marker != 42 {
+		t.Error("the page reloaded")
+	}
+}
+
+// TestBrowserOperatorActionsNeedTheToken: with actions enabled the buttons
+// exist, and a POST without the token gets 401 and changes nothing.
+func TestBrowserOperatorActionsNeedTheToken(t *testing.T) {
+	ctx := chromium(t)
+	reg, page := serveRealClock(t, statuspage.WithActions(token))
+	if _, err := reg.Get("billing-api"); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx,
+		chromedp.Navigate(page),
+		chromedp.WaitVisible(chromedp.CSS(`#deps tr[data-dep="billing-api"] button.isolate`)),
+	)
+	buttons := eval[int](t, ctx, `document.querySelectorAll("button.isolate, button.reset").length`)
+	status := eval[int](t, ctx, `fetch("actions/isolate", {method: "POST", body: new URLSearchParams({dependency: "billing-api"})}).then(r => r.status)`,
+		chromedp.EvalAwaitPromise)
+	if buttons != 2 {
+		t.Errorf("%d operator buttons, want isolate and reset", buttons)
+	}
+	if status != http.StatusUnauthorized {
+		t.Errorf("POST without the token = %d, want 401", status)
+	}
+	if b, _ := reg.Lookup("billing-api"); b.State() != registry.StateClosed {
+		t.Error("an unauthorised POST changed the breaker")
+	}
+	screenshot(t, ctx, "statuspage-actions.png")
+}
+
+// TestBrowserRendersHostileNamesAsText: a dependency named like markup shows
+// as text and runs nothing.
+func TestBrowserRendersHostileNamesAsText(t *testing.T) {
+	ctx := chromium(t)
+	reg, page := serveRealClock(t)
+	hostile := `<img src=x onerror="window.__xss=1">`
+	b, err := reg.Get(registry.Key(hostile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx,
+		chromedp.Navigate(page),
+		poll(`document.getElementById("live").textContent === "live"`),
+	)
+	b.Trip(time.Minute, registry.CauseRetryHint) // re-rendered by the script, not the server
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#deps .state.open`)))
+	shown := text(t, ctx, `#deps td.name`)
+	images := eval[int](t, ctx, `document.querySelectorAll("img").length`)
+	xss := eval[bool](t, ctx, `window.__xss === 1`)
+	if shown != hostile || images != 0 || xss {
+		t.Errorf("hostile name: shown %q, %d images, script ran: %v", shown, images, xss)
+	}
+}

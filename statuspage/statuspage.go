@@ -1,0 +1,219 @@
+package statuspage
+
+import (
+	"crypto/sha256"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// Defaults of the options.
+const (
+	DefaultHistory    = 256
+	DefaultRefresh    = 2 * time.Second
+	DefaultMaxStreams = 64
+	// MinTokenLen is the shortest operator token WithActions accepts.
+	MinTokenLen = 16
+)
+
+// Option configures a Handler.
+type Option func(*options)
+
+type options struct {
+	history    int
+	refresh    time.Duration
+	maxStreams int
+	token      string
+	actions    bool
+	logger     *slog.Logger
+	title      string
+}
+
+// WithHistory sets how many recent transitions are kept for the page's
+// timeline and the JSON document (default DefaultHistory).
+func WithHistory(n int) Option { return func(o *options) { o.history = n } }
+
+// WithRefresh sets how often an open event stream receives a fresh document
+// when nothing has changed, so counts and failure rates stay current
+// (default DefaultRefresh). Transitions are pushed at once regardless.
+func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh = d } }
+
+// WithMaxStreams bounds concurrent event-stream clients (default
+// DefaultMaxStreams); further clients get 503.
+func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
+
+// WithActions enables the operator actions (isolate, reset), authorised by
+// a bearer token of at least MinTokenLen bytes. Without it the actions do
+// not exist: the page shows no buttons and the routes answer 404.
+func WithActions(token string) Option {
+	return func(o *options) { o.actions, o.token = true, token }
+}
+
+// WithLogger sets where operator actions are logged (default slog.Default()).
+func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l } }
+
+// WithTitle sets the page title (default "adkbreaker").
+func WithTitle(s string) Option { return func(o *options) { o.title = s } }
+
+// Handler serves the status page. It is safe for concurrent use. Close it
+// when done: it unsubscribes from the registry and ends open event streams.
+type Handler struct {
+	reg   *registry.Registry
+	o     options
+	token [sha256.Size]byte
+
+	unsubscribe func()
+	closed      chan struct{}
+	closeOnce   sync.Once
+
+	mu      sync.Mutex
+	ring    []registry.Transition // recent transitions, oldest first
+	streams map[chan struct{}]struct{}
+
+	nstreams atomic.Int64
+	actions  actionCounts
+}
+
+// New returns a Handler over reg. Invalid options are reported together.
+func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
+	o := options{history: DefaultHistory, refresh: DefaultRefresh, maxStreams: DefaultMaxStreams, title: "adkbreaker"}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	var errs []error
+	if reg == nil {
+		errs = append(errs, errors.New("statuspage: registry is nil"))
+	}
+	if o.history < 1 || o.history > 1<<16 {
+		errs = append(errs, fmt.Errorf("statuspage: history %d out of range [1, 65536]", o.history))
+	}
+	if o.refresh < 100*time.Millisecond || o.refresh > time.Hour {
+		errs = append(errs, fmt.Errorf("statuspage: refresh %v out of range [100ms, 1h]", o.refresh))
+	}
+	if o.maxStreams < 1 || o.maxStreams > 1<<16 {
+		errs = append(errs, fmt.Errorf("statuspage: max streams %d out of range [1, 65536]", o.maxStreams))
+	}
+	if o.actions && len(o.token) < MinTokenLen {
+		// Never echo the token.
+		errs = append(errs, fmt.Errorf("statuspage: operator token must be at least %d bytes", MinTokenLen))
+	}
+	if len(o.title) > 200 {
+		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	if o.logger == nil {
+		o.logger = slog.Default()
+	}
+	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}}
+	if o.actions {
+		h.token = sha256.Sum256([]byte(o.token))
+		h.o.token = ""
+	}
+	h.unsubscribe = reg.Subscribe(h.observe)
+	return h, nil
+}
+
+// Close unsubscribes from the registry and ends every open event stream.
+func (h *Handler) Close() error {
+	h.closeOnce.Do(func() {
+		h.unsubscribe()
+		close(h.closed)
+	})
+	return nil
+}
+
+// observe records a transition and wakes every event stream.
+func (h *Handler) observe(t registry.Transition) {
+	h.mu.Lock()
+	if len(h.ring) == h.o.history {
+		copy(h.ring, h.ring[1:])
+		h.ring = h.ring[:len(h.ring)-1]
+	}
+	h.ring = append(h.ring, t)
+	for ch := range h.streams {
+		select {
+		case ch <- struct{}{}:
+		default: // already woken; it reads the latest state anyway
+		}
+	}
+	h.mu.Unlock()
+}
+
+func (h *Handler) transitions() []registry.Transition {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return append([]registry.Transition(nil), h.ring...)
+}
+
+// ServeHTTP routes the request; see the package documentation.
+func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	w.Header().Set("X-Content-Type-Options", "nosniff")
+	switch p := strings.TrimSuffix(r.URL.Path, "/"); p {
+	case "":
+		if r.URL.Path == "" && r.RequestURI != "" && !strings.HasSuffix(r.RequestURI, "/") {
+			// Mounted with StripPrefix and reached without the trailing
+			// slash: the page's relative links need it.
+			if i := strings.IndexByte(r.RequestURI, '?'); i < 0 {
+				http.Redirect(w, r, r.RequestURI+"/", http.StatusMovedPermanently)
+				return
+			}
+		}
+		if !method(w, r, http.MethodGet) {
+			return
+		}
+		h.servePage(w, r)
+	case "/status.json":
+		if method(w, r, http.MethodGet) {
+			h.serveJSON(w, r)
+		}
+	case "/events":
+		if method(w, r, http.MethodGet) {
+			h.serveEvents(w, r)
+		}
+	case "/healthz":
+		if method(w, r, http.MethodGet) {
+			h.serveHealth(w, r)
+		}
+	case "/actions/isolate", "/actions/reset":
+		if !h.o.actions {
+			http.NotFound(w, r)
+			return
+		}
+		if method(w, r, http.MethodPost) {
+			h.serveAction(w, r, strings.TrimPrefix(p, "/actions/"))
+		}
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+func method(w http.ResponseWriter, r *http.Request, m string) bool {
+	if r.Method == m || (m == http.MethodGet && r.Method == http.MethodHead) {
+		return true
+	}
+	w.Header().Set("Allow", m)
+	http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	return false
+}
+
+// authorized compares the bearer token in constant time (over fixed-size
+// digests, so the token's length does not leak either).
+func (h *Handler) authorized(r *http.Request) bool {
+	const prefix = "Bearer "
+	v := r.Header.Get("Authorization")
+	if len(v) <= len(prefix) || !strings.EqualFold(v[:len(prefix)], prefix) {
+		return false
+	}
+	got := sha256.Sum256([]byte(v[len(prefix):]))
+	return subtle.ConstantTimeCompare(got[:], h.token[:]) == 1
+}
