@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"reflect"
 	"slices"
 	"sync"
 	"time"
@@ -134,6 +135,9 @@ type Handler struct {
 	log       *slog.Logger
 	overflow  *logLimiter
 	toolNote  bool
+	// adm tells dependency clients sharing the registry (mcpguard) which
+	// calls this handler admitted; the registry holds it weakly.
+	adm       *registry.Admission
 	autoGuard bool
 
 	mismatchOnce  sync.Once
@@ -204,6 +208,8 @@ func New(cfg Config) (*Handler, error) {
 	h.toolNote = cfg.ToolNote
 	h.overflow = newLogLimiter(time.Minute) // unprotected.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
+	h.adm = registry.NewAdmission(h.admitted)
+	cfg.Registry.AddAdmission(h.adm)
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
 }
@@ -240,6 +246,20 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	return h.shortCircuit(ctx, bd, d, args), nil
+}
+
+// admitted reports whether call (an agent.ToolContext) is a call BeforeTool
+// admitted on key's breaker and whose outcome is still to be reported.
+func (h *Handler) admitted(call any, key registry.Key) bool {
+	ctx, ok := call.(agent.ToolContext)
+	if d, isDeadline := ctx.(*deadlineToolContext); isDeadline {
+		ctx = d.ToolContext // a GuardedTool's CallTimeout context: the call's own tool context inside
+	}
+	if !ok || ctx == nil || !reflect.TypeOf(ctx).Comparable() {
+		return false // not a call this handler could have admitted (pending calls are keyed by identity)
+	}
+	k, ok := h.tix.pendingKey(ctx, ctx.FunctionCallID())
+	return ok && k == key
 }
 
 func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.Decision, args map[string]any) map[string]any {

@@ -221,6 +221,24 @@ func (s *ticketShard) evictLocked() (pending, bool) {
 	return pending{}, false
 }
 
+// pendingKey returns the dependency key of ctx's pending call, if there is
+// one. It changes nothing.
+func (t *tickets) pendingKey(ctx callKey, call string) (registry.Key, bool) {
+	s := t.shard(call)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.indexLocked(ctx); i >= 0 {
+		if s.small[i].flags&flagReported != 0 {
+			return "", false // its guard already reported it
+		}
+		return s.small[i].bd.key, true
+	}
+	if p, ok := s.big[ctx]; ok && p.flags&flagReported == 0 {
+		return p.bd.key, true
+	}
+	return "", false
+}
+
 // reportSuccess reports ctx's pending call as a success and returns its
 // binding (nil when there is none: the plugin's own short-circuit, or a call
 // it never admitted). Tests use it; the handler goes through takeEntry.

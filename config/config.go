@@ -28,6 +28,9 @@ type File struct {
 	Dependencies map[string]Dependency `json:"dependencies,omitempty" yaml:"dependencies,omitempty"`
 	// Models declares model failover chains, by chain name.
 	Models map[string]ModelChain `json:"models,omitempty" yaml:"models,omitempty"`
+	// MCPServers declares MCP servers, by name (their breaker key), for
+	// mcpguard.FromConfig.
+	MCPServers map[string]MCPServer `json:"mcp_servers,omitempty" yaml:"mcp_servers,omitempty"`
 }
 
 // Defaults are plugin-wide settings.
@@ -286,6 +289,7 @@ func (c *File) validate() problems {
 	ps = append(ps, defErrs...)
 	ps = c.validateDependencies(ps, len(defErrs) == 0)
 	ps = append(ps, c.validateModels()...)
+	ps = append(ps, c.validateMCP(len(defErrs) == 0)...) // mcp.go
 	return ps
 }
 
@@ -391,7 +395,7 @@ func (c *File) validateDependencies(ps problems, defaultsValid bool) problems {
 // that inherited fields are involved. The override alone is not enough: a
 // zero field means "inherit", not the registry default it would mean alone.
 func (c *File) dependencyPolicyProblems(name, path string, defaultsValid bool) []Problem {
-	own := splitErrs(path, c.Dependencies[name].Policy.Registry().Validate())
+	own := splitErrs(path, c.ownPolicy(name).Registry().Validate())
 	if !defaultsValid {
 		// defaults.policy is reported already; the override alone is the best
 		// judge left.
@@ -496,13 +500,13 @@ func Merge(base, over registry.Policy) registry.Policy {
 	return base
 }
 
-// PolicyFor returns the effective policy of a dependency: the default policy
-// with the dependency's own fields applied. Fields still zero mean the
+// PolicyFor returns the effective policy of a dependency (or MCP server):
+// the default policy with its own fields applied. Fields still zero mean the
 // registry defaults (registry.Policy.WithDefaults).
 func (c *File) PolicyFor(name string) registry.Policy {
 	p := c.Defaults.Policy.Registry()
-	if d, ok := c.Dependencies[name]; ok && d.Policy != nil {
-		p = d.Policy.Apply(p)
+	if own := c.ownPolicy(name); own != nil {
+		p = own.Apply(p)
 	}
 	return p
 }
@@ -529,8 +533,8 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 }
 
 // RegistryOptions returns the registry options the file describes: the
-// default policy, the cap and the effective policy of every dependency that
-// has a policy of its own.
+// default policy, the cap and the effective policy of every dependency and
+// MCP server that has a policy of its own.
 func (c *File) RegistryOptions() []registry.Option {
 	opts := []registry.Option{registry.WithDefaultPolicy(c.Defaults.Policy.Registry())}
 	if c.Defaults.MaxBreakers > 0 {
@@ -538,6 +542,11 @@ func (c *File) RegistryOptions() []registry.Option {
 	}
 	for _, name := range slices.Sorted(maps.Keys(c.Dependencies)) {
 		if c.Dependencies[name].Policy != nil {
+			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
+		}
+	}
+	for _, name := range slices.Sorted(maps.Keys(c.MCPServers)) { // mcp.go
+		if c.MCPServers[name].Policy != nil && c.Dependencies[name].Policy == nil {
 			opts = append(opts, registry.WithPolicy(registry.Key(name), c.PolicyFor(name)))
 		}
 	}

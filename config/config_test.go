@@ -133,6 +133,11 @@ func TestFullFixtures(t *testing.T) {
 		}(),
 		"crm":       base,
 		"not-there": base,
+		"notes": func() registry.Policy {
+			p := base
+			p.ConsecutiveFailures, p.OpenFor = 4, time.Minute
+			return p
+		}(),
 	}
 	for name, w := range want {
 		if got := y.PolicyFor(name); got != w {
@@ -791,7 +796,8 @@ func TestModels(t *testing.T) {
 // TestSchemaTags: the JSON and YAML names of every field agree (the JSON
 // checker reads the yaml tags).
 func TestSchemaTags(t *testing.T) {
-	for _, v := range []any{config.File{}, config.Defaults{}, config.Dependency{}, config.Policy{}, config.ModelChain{}, config.ModelEndpoint{}} {
+	for _, v := range []any{config.File{}, config.Defaults{}, config.Dependency{}, config.Policy{}, config.ModelChain{}, config.ModelEndpoint{},
+		config.MCPServer{}, config.MCPRetry{}} {
 		rt := reflect.TypeOf(v)
 		for i := range rt.NumField() {
 			f := rt.Field(i)

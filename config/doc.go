@@ -19,7 +19,10 @@
 //
 // Load reads a file (the extension picks the format); Parse decodes bytes.
 // The plugin applies a file with plugin.WithConfig or plugin.WithConfigFile;
-// failover.RegistryOptions adds the policies of the models section.
+// failover.RegistryOptions adds the policies of the models section, and
+// mcpguard.FromConfig builds guarded MCP toolsets from the mcp_servers
+// section (whose header values are read from the environment, never written
+// in the file).
 //
 // # Strict decoding
 //

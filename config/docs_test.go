@@ -2,13 +2,17 @@ package config_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/mcpguard"
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 const docPath = "../docs/configuration.md"
@@ -51,8 +55,11 @@ func TestDocs(t *testing.T) {
 	if err != nil {
 		t.Fatalf("testdata/example.yaml: %v", err)
 	}
-	if len(f.Dependencies) != 3 || len(f.Models["assistant"].Endpoints) != 2 {
-		t.Errorf("example: %d dependencies, %d endpoints", len(f.Dependencies), len(f.Models["assistant"].Endpoints))
+	if len(f.Dependencies) != 3 || len(f.Models["assistant"].Endpoints) != 2 || len(f.MCPServers) != 1 {
+		t.Errorf("example: %d dependencies, %d endpoints, %d MCP servers", len(f.Dependencies), len(f.Models["assistant"].Endpoints), len(f.MCPServers))
+	}
+	if f, err := config.Parse([]byte(docBlock(t, doc, "mcp.yaml")), config.YAML); err != nil || len(f.MCPServers) != 1 {
+		t.Errorf("mcp_servers example in %s: %v", docPath, err)
 	}
 
 	if _, err := config.Parse([]byte(docBlock(t, doc, "example.json")), config.JSON); err != nil {
@@ -100,5 +107,41 @@ func TestDocsListEveryOption(t *testing.T) {
 	}
 	if n == 0 {
 		t.Error("found no plugin options")
+	}
+}
+
+// TestDocsMCP keeps the mcp_servers section of docs/configuration.md
+// true for mcpguard: its example builds a server, and the error it shows is
+// the one FromConfig returns.
+func TestDocsMCP(t *testing.T) {
+	b, err := os.ReadFile(docPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc := string(b)
+	f, err := config.Parse([]byte(docBlock(t, doc, "mcp.yaml")), config.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("NOTES_MCP_AUTHORIZATION", "Bearer x")
+	if _, err := mcpguard.FromConfig(registry.MustNew(f.RegistryOptions()...), f); err != nil {
+		t.Errorf("the example does not build: %v", err)
+	}
+	t.Setenv("NOTES_MCP_AUTHORIZATION", "")
+	n := f.MCPServers["notes"]
+	n.Retry.Base, n.Retry.Cap = config.Duration(2*time.Second), config.Duration(time.Second)
+	f.MCPServers["notes"] = n
+	_, err = mcpguard.FromConfig(registry.MustNew(f.RegistryOptions()...), f)
+	if got, want := fmt.Sprint(err)+"\n", docBlock(t, doc, "mcp.out"); got != want {
+		t.Errorf("the error shown in docs/configuration.md is not FromConfig's.\nshown:\n%s\nFromConfig:\n%s", want, got)
+	}
+	// And the full annotated example, with its variable set.
+	t.Setenv("NOTES_MCP_AUTHORIZATION", "Bearer x")
+	f, err = config.Parse([]byte(docBlock(t, doc, "example.yaml")), config.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := mcpguard.ServersFromConfig(f, nil); err != nil {
+		t.Errorf("the full example's servers do not build: %v", err)
 	}
 }

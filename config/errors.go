@@ -216,6 +216,7 @@ var schemaTypes = func() map[string]reflect.Type {
 	for _, t := range []reflect.Type{
 		reflect.TypeFor[File](), reflect.TypeFor[Defaults](), reflect.TypeFor[Dependency](),
 		reflect.TypeFor[Policy](), reflect.TypeFor[ModelChain](), reflect.TypeFor[ModelEndpoint](),
+		reflect.TypeFor[MCPServer](), reflect.TypeFor[MCPRetry](),
 	} {
 		m[t.String()] = t
 	}

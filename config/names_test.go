@@ -54,3 +54,16 @@ dependencies:
 		}
 	}
 }
+
+func TestMCPServerNameIsNeverAnAddress(t *testing.T) {
+	for _, name := range []string{"https://user:pw@mcp.internal", "10.0.0.7:8080"} {
+		yaml := "version: 1\nmcp_servers:\n  \"" + name + "\":\n    url: http://127.0.0.1:9/mcp\n"
+		_, err := config.Parse([]byte(yaml), config.YAML)
+		if err == nil || !strings.Contains(err.Error(), "invalid server name") {
+			t.Errorf("server named %q: err = %v", name, err)
+		}
+		if err != nil && strings.Contains(err.Error(), "pw@") {
+			t.Errorf("error echoes the credential: %v", err)
+		}
+	}
+}

@@ -141,3 +141,10 @@ func ExampleCheckName() {
 	// db.internal.example:5432: false
 	// looks like it holds a credential (a key, token, password or user info); it is shown to the model: name the dependency (like billing-api) and keep secrets out of configuration names
 }
+
+// A capability whose tools are still offered (from the last tool list that
+// could be read) while its server is down.
+func ExampleDegradedCapabilityNotice() {
+	fmt.Println(degrade.DegradedCapabilityNotice([]string{"weather forecasts"}))
+	// Output: Temporarily unavailable: weather forecasts. Their tools are still listed, but calls to them may return status unavailable; if one does, do not call it again in this turn. Continue with the tools you have, and tell the user if part of the request cannot be done.
+}

@@ -88,6 +88,19 @@ func ModelUnavailableMessage(retryAfter time.Duration) string {
 // not offered in this turn. Names are sanitised, de-duplicated and sorted,
 // and the note is at most MaxMessageBytes. With no usable name it returns "".
 func CapabilityNotice(missing []string) string {
+	return capabilityNotice(missing, "Their tools are not offered in this turn, so do not try to call them.")
+}
+
+// DegradedCapabilityNotice is CapabilityNotice for capabilities that are
+// temporarily unavailable although their tools are still offered (served
+// from the last tool list that could be read): their calls may answer with
+// status unavailable. With no usable name it returns "".
+func DegradedCapabilityNotice(degraded []string) string {
+	return capabilityNotice(degraded, "Their tools are still listed, but calls to them may return status "+
+		"unavailable; if one does, do not call it again in this turn.")
+}
+
+func capabilityNotice(missing []string, what string) string {
 	names := make([]string, 0, len(missing))
 	for _, m := range missing {
 		if n := cleanName(m); n != "" {
@@ -100,9 +113,8 @@ func CapabilityNotice(missing []string) string {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	return fitList(names, MaxMessageBytes, func(list string) string {
-		return "Temporarily unavailable: " + list + ". Their tools are not offered in this turn, " +
-			"so do not try to call them. Continue with the tools you have, and tell the user " +
-			"if part of the request cannot be done."
+		return "Temporarily unavailable: " + list + ". " + what + " Continue with the tools you have, " +
+			"and tell the user if part of the request cannot be done."
 	}, "more", "more")
 }
 

@@ -19,8 +19,10 @@ type op struct {
 	deadline  time.Time // start + budget
 	attempts  int
 	retries   int
+	renewed   bool          // a lost session was re-established (once per operation)
 	granted   time.Duration // of the last leg
 	tool      string
+	tel       opTel // trace.go: the operation's span
 }
 
 func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {
@@ -43,6 +45,7 @@ type leg struct {
 	cancel   context.CancelFunc
 	boundary Boundary
 	limit    Limit
+	end      time.Time // the leg's deadline
 	granted  time.Duration
 	hint     *hintHolder
 }
@@ -88,9 +91,12 @@ func (o *op) leg(b Boundary, legEnd time.Time, legLimit Limit) (leg, *Error) {
 	if pd, ok := o.parent.Deadline(); ok && pd.Before(opEnd) {
 		opEnd = pd
 	}
-	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd}
-	ctx, cancel := context.WithDeadline(context.WithValue(o.parent, hintKey{}, h), end)
-	return leg{ctx: ctx, cancel: cancel, boundary: b, limit: limit, granted: d, hint: h}, nil
+	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd, legEnd: end}
+	cctx, cancelCause := context.WithCancelCause(context.WithValue(o.parent, hintKey{}, h))
+	h.decline = cancelCause
+	ctx, cancel := context.WithDeadline(cctx, end)
+	stop := func() { cancel(); cancelCause(nil) }
+	return leg{ctx: ctx, cancel: stop, boundary: b, limit: limit, end: end, granted: d, hint: h}, nil
 }
 
 // err returns an *Error for this operation at boundary b, with the
@@ -140,6 +146,9 @@ type hintHolder struct {
 	d        atomic.Int64
 	maxBytes int       // Server.MaxResultBytes, for HTTPClient's body cap
 	opEnd    time.Time // the operation's deadline (budget and run), for detached writes
+	legEnd   time.Time // the leg's deadline: a server's SSE retry: must fit before it
+	// decline ends the leg at once with a *retryDeclined cause (see sseWatch).
+	decline context.CancelCauseFunc
 	// write is what became of the leg's request (a JSON-RPC call, not a
 	// notification) on a guardConn: writeNone, writeFailed or writeDone. It
 	// is the evidence notSent decides from.

@@ -43,6 +43,19 @@ func (o *op) failure(l leg, err error, gc *guardConn) *Error {
 		}
 		return e
 	case l.ctx != nil && l.ctx.Err() != nil:
+		if d, ok := context.Cause(l.ctx).(*retryDeclined); ok {
+			// The server asked for more time than the leg had: its hint,
+			// declined at once, not a timeout.
+			e.Class, e.Reason, e.RetryAfter, e.Cause = ClassFault, ReasonRetryDeclined, d.wait, d
+			return e
+		}
+		if l.callerBound(o.parent) {
+			// The leg could not have ended later than the caller's own
+			// deadline: whichever timer fired first, the run ran out of
+			// time, which is not the server's fault.
+			e.Class, e.Reason, e.Limit = ClassCancelled, ReasonCancelled, LimitRunDeadline
+			return e
+		}
 		e.Class, e.Reason, e.Limit = ClassTimeout, ReasonDeadline, l.limit
 		return e
 	}
@@ -56,7 +69,19 @@ func (o *op) failure(l leg, err error, gc *guardConn) *Error {
 	if gc != nil && e.Class == ClassFault && gc.truncated.Load() {
 		e.Class, e.Reason = ClassProtocol, ReasonTruncated
 	}
+	if e.Class == ClassProtocol {
+		e.payload = gc.lastPayload(maxLogPayload)
+	}
 	return e
+}
+
+// callerBound reports whether the leg's deadline was the caller's: the
+// parent's deadline is no later than the leg's own end. The leg's timer and
+// the parent's fire independently (and the leg's usually first, by a hair),
+// so the order in which they fired says nothing; the deadlines do.
+func (l leg) callerBound(parent context.Context) bool {
+	pd, ok := parent.Deadline()
+	return ok && !l.end.IsZero() && !pd.After(l.end)
 }
 
 // classifyErr maps an error returned by the go-sdk onto a class and reason.

@@ -121,7 +121,7 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 		c.dialing = ch
 		c.mu.Unlock()
 
-		s, gc, e := c.dial(o)
+		s, gc, e := c.dialTraced(o)
 
 		c.mu.Lock()
 		c.dialing = nil
@@ -233,7 +233,8 @@ func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	if err != nil {
 		return nil, err
 	}
-	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes}
+	_, ctxAborts := t.inner.(*mcp.StreamableClientTransport)
+	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes, ctxAborts: ctxAborts}
 	return t.gc, nil
 }
 
@@ -244,7 +245,9 @@ func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 //     middle of a message (truncated);
 //   - bounds every write by its context's deadline (or writeBound when it
 //     has none) by closing the connection if the write is still blocked, so
-//     that a peer that stopped reading cannot hold a caller or a goroutine;
+//     that a peer that stopped reading cannot hold a caller or a goroutine
+//     (over streamable HTTP the write, a request, ends with its context and
+//     the connection is kept);
 //   - remembers the last response, so that a protocol fault can log the raw
 //     payload (bounded).
 type guardConn struct {
@@ -255,6 +258,11 @@ type guardConn struct {
 	oversized atomic.Bool
 	last      atomic.Pointer[jsonrpc.Response]
 	closeOnce sync.Once
+
+	// ctxAborts: the connection's writes end when their context does
+	// (streamable HTTP: each write is a request), so a write's bound needs no
+	// closing of the connection.
+	ctxAborts bool
 }
 
 func (c *guardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -302,12 +310,21 @@ func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	if err := ctx.Err(); err != nil {
 		return err // nothing written; the connection is fine
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	err := c.inner.Write(ctx, m)
-	if !stop() && err == nil {
-		// The bound fired while writing: the connection is closed, and the
-		// message may be incomplete.
-		err = mcp.ErrConnectionClosed
+	var err error
+	if c.ctxAborts {
+		// A write that is an HTTP request ends with its context, and the
+		// session survives it: closing the connection would end every
+		// other operation on it too (each then charged with a fault the
+		// server did not cause) and cost the next one a handshake.
+		err = c.inner.Write(ctx, m)
+	} else {
+		stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+		err = c.inner.Write(ctx, m)
+		if !stop() && err == nil {
+			// The bound fired while writing: the connection is closed, and
+			// the message may be incomplete.
+			err = mcp.ErrConnectionClosed
+		}
 	}
 	if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
 		// Record, in the leg the request belongs to, whether it was written:

@@ -34,14 +34,18 @@
 //
 // The handshake and the tool list are retried. A tools/call that may have
 // reached the server is retried only for tools in Server.IdempotentTools
-// (or, for a Trusted server, tools it annotates idempotentHint): any other
-// call is sent at most once by this layer. Refusals, argument-validation
+// (or, for a Trusted server, tools it annotates idempotentHint), or when it
+// carries an idempotency key in its _meta (WithIdempotencyKeys; the same
+// key on every attempt): any other call is sent at most once by this layer.
+// A session the server lost (HTTP 404) is re-established once per
+// operation without spending the retry budget. Refusals, argument-validation
 // failures and isError results are answers: never retried, counted as
 // successes. Backoff is full jitter from an injectable source (WithRand),
 // bounded by the remaining budget, and a per-server retry budget caps
 // retries to a fraction of operations. A delay the server asks for
 // (Retry-After, through HTTPClient) is waited out exactly, or the retry is
-// not made.
+// not made; likewise an SSE retry: that does not fit what is left of the
+// operation is declined at once (ReasonRetryDeclined).
 //
 // # Optional and required servers
 //
@@ -50,14 +54,19 @@
 // breaker is open. An optional one is left out of the tool list (or served
 // from its last good list), and the toolset tells the model, once per
 // request and as data, which capability is missing
-// (degrade.CapabilityNotice, appended to the system instruction). A server
+// (degrade.CapabilityNotice, appended to the system instruction), or, when
+// its last good list is offered, that its calls may be unavailable
+// (degrade.DegradedCapabilityNotice). A server
 // that fails in the middle of a run degrades that call, not the tool list.
 //
 // # Breakers
 //
 // Tools report their server's name from DependencyKey, so the adkbreaker
 // plugin admits and counts every call of a server on one breaker; discovery
-// admits and reports on the same breaker. Errors implement
+// admits and reports on the same breaker. A call the plugin did not admit
+// (no plugin on the runner) is admitted by the tool itself, so an open
+// breaker keeps calls from the server either way, and no call is counted
+// twice (registry.Admission). Errors implement
 // registry.OutcomeReporter: timeouts at our deadlines, transport faults and
 // protocol faults are failures; budget exhaustion and cancellation are
 // excluded; refusals are successes.
@@ -77,6 +86,25 @@
 // operation, consecutive failures, retries and latency. Each failed
 // operation writes one structured log line (server, operation, boundary,
 // limit, class, reason); successes write nothing.
+//
+// # Telemetry
+//
+// Every reach for a server is an OpenTelemetry span "mcp.<server>.<operation>"
+// (list_tools, call_tool) carrying adk.mcp.server, adk.mcp.operation and
+// adk.mcp.breaker, the outcome class, attempts, the last leg's granted time
+// and the budget; a tool call's span is a child of ADK's execute_tool span,
+// each handshake is a child span "mcp.<server>.connect", and each retry an
+// adk.mcp.retry event. Outcomes, retries and leg latency are counted by
+// server, operation and class (adkbreaker.mcp.operations,
+// adkbreaker.mcp.retries, adkbreaker.mcp.leg.duration). Both use the global
+// providers unless WithTracerProvider and WithMeterProvider say otherwise.
+// Text a server sent reaches a span only through redact.Text.
+//
+// # Configuration file
+//
+// FromConfig builds a Guard from the mcp_servers section of a configuration
+// file (package config), reading header values (credentials) from the
+// environment variables the file names.
 //
 // See docs/mcp.md for the policy table and a worked example of the budget,
 // and package mcpfault for a fault-injecting MCP server to test with.

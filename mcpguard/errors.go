@@ -95,6 +95,11 @@ const (
 	ReasonToolNotListed     Reason = "tool_not_listed"
 	ReasonBudgetExhausted   Reason = "budget_exhausted"
 	ReasonCancelled         Reason = "cancelled"
+
+	// ReasonRetryDeclined: the server ended an SSE stream asking (retry:)
+	// for a wait before resuming it longer than the operation had left; the
+	// wait was declined at once. Error.RetryAfter holds the requested wait.
+	ReasonRetryDeclined Reason = "retry_declined"
 )
 
 // ErrBudgetExhausted matches (errors.Is) an *Error for an operation that
@@ -140,8 +145,8 @@ type Error struct {
 	// Cause is the underlying error (ErrBudgetExhausted for refusals).
 	Cause error
 
-	// payload is a bounded excerpt of the raw response, for the log line of
-	// a protocol fault only.
+	// payload is a bounded excerpt of the raw response of a protocol fault,
+	// for logs and RawPayload; never in the message.
 	payload string
 }
 
@@ -172,6 +177,11 @@ func (e *Error) Error() string {
 	case ClassProtocol:
 		fmt.Fprintf(&b, "%s returned an invalid response (%s)", e.Boundary, e.Reason)
 	default:
+		if d, ok := e.Cause.(*retryDeclined); ok && e.Reason == ReasonRetryDeclined {
+			fmt.Fprintf(&b, "%s: the server asked to wait %s before resuming its stream, more than the %s left of the operation (budget %s); declined",
+				e.Boundary, d.wait, d.left.Round(time.Millisecond), e.Budget)
+			break
+		}
 		fmt.Fprintf(&b, "%s failed (%s)", e.Boundary, e.Reason)
 	}
 	if e.Tool != "" {
@@ -202,6 +212,13 @@ func (e *Error) BreakerOutcome() registry.Outcome {
 		return registry.Excluded
 	}
 }
+
+// RawPayload returns a bounded excerpt (at most 512 bytes, control
+// characters dropped) of the raw response behind a protocol fault, for
+// debugging and logs; empty for other errors. It is server text: never show
+// it to a model. Error does not include it, so the message ADK hands the
+// model stays free of it.
+func (e *Error) RawPayload() string { return e.payload }
 
 // RetryAfterHint returns the delay the server asked for (registry.RetryHinter).
 func (e *Error) RetryAfterHint() time.Duration { return e.RetryAfter }

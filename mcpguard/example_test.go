@@ -8,6 +8,8 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/adk/agent"
+
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
@@ -81,4 +83,56 @@ func ExampleError_budgetExhausted() {
 func ExampleGuard_Toolset() {
 	fmt.Println(degrade.CapabilityNotice([]string{"weather forecasts"}))
 	// Output: Temporarily unavailable: weather forecasts. Their tools are not offered in this turn, so do not try to call them. Continue with the tools you have, and tell the user if part of the request cannot be done.
+}
+
+// A server that runs each idempotency key once: every charge carries a new
+// key, so a charge whose response was lost may be sent again (the key stays
+// the same on every attempt), although charge is not in IdempotentTools.
+func ExampleWithIdempotencyKeys() {
+	fs := mcpfault.New(mcpfault.Config{})
+	defer fs.Close()
+	g := mcpguard.MustNew(registry.MustNew(), []mcpguard.Server{{Name: "payments", Dial: fs.Dial}},
+		mcpguard.WithIdempotencyKeys(func(_ agent.ToolContext, t *mcpguard.Tool, _ any) string {
+			if t.RemoteName() != "charge" {
+				return "" // no key: sent at most once after a fault
+			}
+			return mcpguard.NewIdempotencyKey()
+		}))
+	defer g.Close()
+	tools, _ := g.Toolset().Tools(&roCtx{ctx: context.Background(), inv: "inv"})
+	for _, t := range tools {
+		if t.Name() == "charge" {
+			out, err := t.(*mcpguard.Tool).Run(newToolCtx(context.Background()), map[string]any{"amount": 5})
+			fmt.Println(out[mcpguard.KeyOutput], err)
+		}
+	}
+	key, _ := fs.CallMeta("charge")[0][mcpguard.MetaIdempotencyKey].(string)
+	fmt.Println(len(key))
+	// Output:
+	// charged 5 <nil>
+	// 26
+}
+
+// The bounded raw payload of a protocol fault is for code and logs only.
+func ExampleError_RawPayload() {
+	fs := mcpfault.New(mcpfault.Config{})
+	defer fs.Close()
+	g := mcpguard.MustNew(registry.MustNew(), []mcpguard.Server{{Name: "wx", Dial: fs.Dial}},
+		mcpguard.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer g.Close()
+	tools, _ := g.Toolset().Tools(&roCtx{ctx: context.Background(), inv: "inv"})
+	fs.SetMode(mcpfault.Malformed)
+	for _, t := range tools {
+		if t.Name() == "echo" {
+			_, err := t.(*mcpguard.Tool).Run(newToolCtx(context.Background()), map[string]any{"text": "x"})
+			var e *mcpguard.Error
+			if errors.As(err, &e) {
+				fmt.Println(e)              // what the model may see
+				fmt.Println(e.RawPayload()) // what the server sent, bounded
+			}
+		}
+	}
+	// Output:
+	// mcpguard: server "wx": call_tool returned an invalid response (malformed_response); tool "echo"
+	// {"content":"not-a-list","isError":"nope"}
 }

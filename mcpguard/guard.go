@@ -28,12 +28,14 @@ const DefaultName = "mcpguard"
 // Guard between the runs of an agent, and Close it at shutdown.
 type Guard struct {
 	reg       *registry.Registry
+	clock     registry.Clock // the registry's: ages state (tool lists, retry budget, notes)
 	servers   []*server
 	log       *slog.Logger
 	rand      func() float64
 	name      string
 	invs      *invocations
 	onBackoff func(server string, retry int, d time.Duration)
+	idemKey   func(ctx agent.ToolContext, t *Tool, args any) string
 
 	collisions sync.Map // declared name → struct{}: logged once
 	closeOnce  sync.Once
@@ -52,6 +54,8 @@ type options struct {
 	name      string
 	maxInv    int
 	onBackoff func(string, int, time.Duration)
+	idemKey   func(agent.ToolContext, *Tool, any) string
+	tel       telOptions // trace.go
 	errs      []error
 }
 
@@ -96,6 +100,18 @@ func WithBackoffObserver(f func(server string, retry int, d time.Duration)) Opti
 	return optionFunc(func(o *options) { o.onBackoff = f })
 }
 
+// WithIdempotencyKeys attaches an idempotency key to tool calls: f is asked
+// once per call and a key it returns is sent in the call's _meta as
+// "idempotency-key" (MetaIdempotencyKey), identical on every attempt. A call
+// carrying a key may be retried after a fault like a tool the operator
+// listed in Server.IdempotentTools: the server is trusted to run a key once.
+// Return "" for calls (or servers) that do not honour keys; they keep the
+// at-most-once rule. Keys must be printable ASCII of at most 255 bytes;
+// others are not attached. NewIdempotencyKey makes random ones.
+func WithIdempotencyKeys(f func(ctx agent.ToolContext, t *Tool, args any) string) Option {
+	return optionFunc(func(o *options) { o.idemKey = f })
+}
+
 // New returns a Guard for servers, whose breakers live in reg (share it with
 // the adkbreaker plugin so that a server's calls and discovery are one
 // dependency). Invalid configuration returns one error listing every
@@ -122,7 +138,10 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 	if len(servers) == 0 {
 		errs = append(errs, errors.New("servers: at least one is required"))
 	}
-	g := &Guard{reg: reg, log: o.log, rand: o.rand, name: o.name, onBackoff: o.onBackoff}
+	g := &Guard{reg: reg, log: o.log, rand: o.rand, name: o.name, onBackoff: o.onBackoff, idemKey: o.idemKey}
+	if reg != nil {
+		g.clock = reg.Clock()
+	}
 	seen := map[string]int{}
 	for i, sc := range servers {
 		prefix := fmt.Sprintf("servers[%d] (%s)", i, sc.Name)
@@ -154,10 +173,13 @@ func New(reg *registry.Registry, servers []Server, opts ...Option) (*Guard, erro
 		}
 		g.servers = append(g.servers, newServer(g, cfg, br))
 	}
+	if err := g.initTelemetry(o.tel); err != nil { // trace.go
+		errs = append(errs, err)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("mcpguard: %w", err)
 	}
-	g.invs = newInvocations(cmp.Or(o.maxInv, 4096))
+	g.invs = newInvocations(cmp.Or(o.maxInv, 4096), g.clock)
 	return g, nil
 }
 
@@ -221,7 +243,8 @@ func joinErrs(errs []error) error {
 // that cannot be reached fails it with an *Error; an optional one is left
 // out, and the toolset's ProcessRequest tells the model, once per request,
 // which capability is missing (degrade.CapabilityNotice, appended to the
-// system instruction).
+// system instruction), or which is down although its last good list is
+// offered (degrade.DegradedCapabilityNotice).
 func (g *Guard) Toolset() tool.Toolset { return (*toolset)(g) }
 
 // Health returns every server's health, in configuration order.
@@ -258,11 +281,14 @@ func (ts *toolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 // the note on capabilities missing in this invocation.
 func (ts *toolset) ProcessRequest(ctx agent.ToolContext, req *model.LLMRequest) error {
 	g := (*Guard)(ts)
-	missing := g.invs.missing(invKey(ctx.InvocationID(), ctx.AgentName()))
-	if len(missing) == 0 || req == nil {
+	missing, degraded := g.invs.missing(invKey(ctx.InvocationID(), ctx.AgentName()))
+	if req == nil {
 		return nil
 	}
 	if note := degrade.CapabilityNotice(missing); note != "" {
+		appendInstruction(req, note)
+	}
+	if note := degrade.DegradedCapabilityNotice(degraded); note != "" {
 		appendInstruction(req, note)
 	}
 	return nil
@@ -295,6 +321,7 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	var (
 		out      []tool.Tool
 		missing  []string
+		degraded []string // down, but offered from the last good list
 		required []error
 		fails    map[string]error
 		names    = make(map[string]string)
@@ -313,6 +340,9 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 			}
 			continue
 		}
+		if r.err != nil && serverDown(r.err) {
+			degraded = append(degraded, s.cfg.Capability)
+		}
 		for _, t := range r.tools {
 			if owner, dup := names[t.name]; dup {
 				if _, logged := g.collisions.LoadOrStore(t.name, struct{}{}); !logged {
@@ -325,7 +355,7 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 			out = append(out, t)
 		}
 	}
-	g.invs.set(key, missing, fails)
+	g.invs.set(key, missing, degraded, fails)
 	if err := joinErrs(required); err != nil {
 		return nil, err
 	}
@@ -333,6 +363,16 @@ func (g *Guard) tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 }
 
 func invKey(inv, agentName string) string { return inv + "\x00" + agentName }
+
+// serverDown reports whether a failed discovery says the server is down (or
+// its breaker open), rather than that the caller ran out of time.
+func serverDown(err error) bool {
+	var e *Error
+	if errors.As(err, &e) {
+		return !e.callerBound()
+	}
+	return !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded)
+}
 
 // appendInstruction appends text to the request's system instruction, as
 // ADK's own toolsets do, unless it is already there.
@@ -363,31 +403,33 @@ func appendInstruction(req *model.LLMRequest, text string) {
 // oldest entry is forgotten first. ADK gives toolsets no end-of-run hook, so
 // entries also expire after invMaxAge.
 type invocations struct {
-	mu  sync.Mutex
-	max int
-	m   map[string]*invState // Guarded by mu.
-	seq uint64               // Guarded by mu.
+	mu    sync.Mutex
+	max   int
+	clock registry.Clock
+	m     map[string]*invState // Guarded by mu.
+	seq   uint64               // Guarded by mu.
 }
 
 type invState struct {
-	missing []string
-	failed  map[string]error
-	at      time.Time
-	seq     uint64
+	missing  []string
+	degraded []string
+	failed   map[string]error
+	at       time.Time
+	seq      uint64
 }
 
 const invMaxAge = time.Hour
 
-func newInvocations(max int) *invocations {
-	return &invocations{max: max, m: make(map[string]*invState)}
+func newInvocations(max int, clock registry.Clock) *invocations {
+	return &invocations{max: max, clock: clock, m: make(map[string]*invState)}
 }
 
-func (iv *invocations) set(key string, missing []string, failed map[string]error) {
+func (iv *invocations) set(key string, missing, degraded []string, failed map[string]error) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
 	st, ok := iv.m[key]
 	if !ok {
-		if len(missing) == 0 && len(failed) == 0 {
+		if len(missing) == 0 && len(degraded) == 0 && len(failed) == 0 {
 			return // nothing to remember: allocate nothing on the healthy path
 		}
 		iv.evictLocked()
@@ -395,7 +437,7 @@ func (iv *invocations) set(key string, missing []string, failed map[string]error
 		iv.m[key] = st
 	}
 	iv.seq++
-	st.missing, st.at, st.seq = missing, time.Now(), iv.seq
+	st.missing, st.degraded, st.at, st.seq = missing, degraded, iv.clock.Now(), iv.seq
 	if st.failed == nil {
 		st.failed = failed
 	} else {
@@ -409,7 +451,7 @@ func (iv *invocations) evictLocked() {
 	if len(iv.m) < iv.max {
 		return
 	}
-	now := time.Now()
+	now := iv.clock.Now()
 	var oldK string
 	var oldSeq uint64
 	first := true
@@ -427,19 +469,21 @@ func (iv *invocations) evictLocked() {
 	}
 }
 
-func (iv *invocations) missing(key string) []string {
+// missing returns the capabilities left out of the invocation's tools, and
+// those offered from a last good list while their server is down.
+func (iv *invocations) missing(key string) (missing, degraded []string) {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	if st, ok := iv.m[key]; ok && time.Since(st.at) <= invMaxAge {
-		return st.missing
+	if st, ok := iv.m[key]; ok && iv.clock.Now().Sub(st.at) <= invMaxAge {
+		return st.missing, st.degraded
 	}
-	return nil
+	return nil, nil
 }
 
 func (iv *invocations) failures(key string) map[string]error {
 	iv.mu.Lock()
 	defer iv.mu.Unlock()
-	if st, ok := iv.m[key]; ok && time.Since(st.at) <= invMaxAge && len(st.failed) > 0 {
+	if st, ok := iv.m[key]; ok && iv.clock.Now().Sub(st.at) <= invMaxAge && len(st.failed) > 0 {
 		out := make(map[string]error, len(st.failed))
 		for k, v := range st.failed {
 			out[k] = v

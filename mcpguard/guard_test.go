@@ -174,8 +174,10 @@ func TestOptionalServedFromLastGoodWhileOpen(t *testing.T) {
 					}
 					return
 				}
-				if len(declared(req)) != 5 || strings.Contains(systemText(req), "Temporarily unavailable") {
-					t.Errorf("declared %v, system %q: want the last good list and no notice", declared(req), systemText(req))
+				// Offered from the last good list, and still stated as unavailable.
+				if len(declared(req)) != 5 || !strings.Contains(systemText(req), degrade.DegradedCapabilityNotice([]string{"weather"})) ||
+					strings.Contains(systemText(req), degrade.CapabilityNotice([]string{"weather"})) {
+					t.Errorf("declared %v, system %q: want the last good list and the degraded-capability notice", declared(req), systemText(req))
 				}
 				if tr.fnResp["status"] != degrade.StatusUnavailable {
 					t.Errorf("call while open = %v, want the plugin's unavailable payload", tr.fnResp)

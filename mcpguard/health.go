@@ -60,10 +60,10 @@ type health struct {
 
 // record stores an operation's outcome; tools < 0 leaves the count as is.
 func (h *health) record(o *op, c Class, b Boundary, l Limit, tools int) {
-	now := time.Now()
+	latency, at := time.Since(o.start), o.s.g.clock.Now()
 	h.mu.Lock()
 	h.outcome, h.operation, h.boundary, h.limit = c, o.operation, b, l
-	h.latency, h.at = now.Sub(o.start), now
+	h.latency, h.at = latency, at
 	switch c {
 	case ClassFault, ClassTimeout, ClassProtocol:
 		h.consecutive++
@@ -76,9 +76,9 @@ func (h *health) record(o *op, c Class, b Boundary, l Limit, tools int) {
 	h.mu.Unlock()
 }
 
-func (h *health) unavailable(operation Boundary) {
+func (h *health) unavailable(operation Boundary, at time.Time) {
 	h.mu.Lock()
-	h.outcome, h.operation, h.boundary, h.limit, h.at = ClassUnavailable, operation, "", "", time.Now()
+	h.outcome, h.operation, h.boundary, h.limit, h.at = ClassUnavailable, operation, "", "", at
 	h.latency = 0
 	h.mu.Unlock()
 }

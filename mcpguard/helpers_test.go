@@ -193,13 +193,20 @@ func runTurn(t testing.TB, ctx context.Context, reg *registry.Registry, g *mcpgu
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runTurnWith(t, ctx, g, llm, append([]*plugin.Plugin{p}, extra...)...)
+}
+
+// runTurnWith runs one turn on the real ADK runner with exactly the given
+// plugins (none: the guard's toolset on its own).
+func runTurnWith(t testing.TB, ctx context.Context, g *mcpguard.Guard, llm model.LLM, plugins ...*plugin.Plugin) turn {
+	t.Helper()
 	a, err := llmagent.New(llmagent.Config{Name: "agent", Model: llm, Toolsets: []tool.Toolset{g.Toolset()}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	r, err := runner.New(runner.Config{
 		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: append([]*plugin.Plugin{p}, extra...)},
+		PluginConfig: runner.PluginConfig{Plugins: plugins},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -2,9 +2,11 @@ package mcpguard
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -62,8 +64,13 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if err != nil {
 		return nil, err
 	}
-	if h, ok := req.Context().Value(hintKey{}).(*hintHolder); ok && h.maxBytes > 0 && resp.Body != nil {
-		resp.Body = &capBody{ReadCloser: resp.Body, left: int64(h.maxBytes) + envelopeSlack, max: h.maxBytes}
+	if h, ok := req.Context().Value(hintKey{}).(*hintHolder); ok && resp.Body != nil {
+		if h.maxBytes > 0 {
+			resp.Body = &capBody{ReadCloser: resp.Body, left: int64(h.maxBytes) + envelopeSlack, max: h.maxBytes}
+		}
+		if strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			resp.Body = &sseWatch{ReadCloser: resp.Body, h: h}
+		}
 	}
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
@@ -71,6 +78,93 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 		}
 	}
 	return resp, nil
+}
+
+// sseWatch reads an SSE response as the go-sdk will, for the two fields
+// that decide what happens when the stream ends without the answer: "id:"
+// (the stream can be resumed) and "retry:" (how long the go-sdk will wait
+// before resuming it; it must wait at least that long, per the MCP spec).
+// When the stream ends, resumable, with a server's delay that does not fit
+// before the leg's deadline, the wait is declined at once: the leg ends with
+// a *retryDeclined cause, instead of the caller being held until the
+// deadline cuts a wait that could never lead to an answer in time. A delay
+// that fits is left to the go-sdk, which waits it out exactly.
+type sseWatch struct {
+	io.ReadCloser
+	h     *hintHolder
+	line  []byte        // the current line's first bytes (enough for the fields)
+	long  bool          // the current line exceeded line's cap
+	id    bool          // an event id was seen: the go-sdk will try to resume
+	retry time.Duration // the last usable retry:, as the go-sdk reads it
+	done  bool
+}
+
+const sseLineCap = 64
+
+func (w *sseWatch) Read(p []byte) (int, error) {
+	n, err := w.ReadCloser.Read(p)
+	for _, c := range p[:n] {
+		switch {
+		case c == '\n':
+			w.field()
+		case len(w.line) < sseLineCap:
+			w.line = append(w.line, c)
+		default:
+			w.long = true
+		}
+	}
+	if err != nil && !w.done {
+		w.done = true
+		w.field()
+		w.end()
+	}
+	return n, err
+}
+
+// field interprets the line just ended as the go-sdk does (mcp/event.go:
+// lines end at '\n', values are trimmed of spaces; retry: is
+// strconv.ParseInt of the value, in milliseconds, unusable values leave the
+// previous one, and a value ≤ 0 means the go-sdk's own backoff).
+func (w *sseWatch) field() {
+	line, long := w.line, w.long
+	w.line, w.long = w.line[:0], false
+	if long {
+		return
+	}
+	name, value, ok := strings.Cut(strings.TrimRight(string(line), "\r"), ":")
+	if !ok {
+		return
+	}
+	value = strings.TrimSpace(value)
+	switch name {
+	case "id":
+		if value != "" {
+			w.id = true
+		}
+	case "retry":
+		if n, err := strconv.ParseInt(value, 10, 64); err == nil {
+			w.retry = time.Duration(n) * time.Millisecond
+		}
+	}
+}
+
+// end declines the go-sdk's wait to resume the stream when the server's
+// delay cannot be honoured within the leg.
+func (w *sseWatch) end() {
+	if !w.id || w.retry <= 0 || w.h.decline == nil {
+		return
+	}
+	if left := time.Until(w.h.legEnd); w.retry >= left {
+		w.h.decline(&retryDeclined{wait: w.retry, left: max(left, 0)})
+	}
+}
+
+// retryDeclined is the cause of a leg ended because the server asked, with
+// SSE retry:, for a wait longer than the leg had left.
+type retryDeclined struct{ wait, left time.Duration }
+
+func (d *retryDeclined) Error() string {
+	return fmt.Sprintf("mcpguard: the server asked to wait %s before resuming its stream; %s left", d.wait, d.left.Round(time.Millisecond))
 }
 
 // envelopeSlack is what a response body may hold beyond the result's

@@ -17,6 +17,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
+	"github.com/adkbreaker/adkbreaker/registry"
 	"google.golang.org/adk/agent"
 )
 
@@ -24,12 +25,18 @@ import (
 // limits. Goroutines are counted back to the baseline afterwards.
 func httpSetup(t *testing.T, cfg mcpfault.Config, srv mcpguard.Server) (*mcpfault.Server, *mcpguard.Guard, func()) {
 	t.Helper()
+	return httpSetupReg(t, testRegistry(t), cfg, srv)
+}
+
+// httpSetupReg is httpSetup on the caller's registry, with guard options.
+func httpSetupReg(t *testing.T, reg *registry.Registry, cfg mcpfault.Config, srv mcpguard.Server, opts ...mcpguard.Option) (*mcpfault.Server, *mcpguard.Guard, func()) {
+	t.Helper()
 	base := runtime.NumGoroutine()
 	fs := mcpfault.New(cfg)
 	tr := &http.Transport{}
 	hc := mcpguard.HTTPClient(&http.Client{Transport: tr})
 	srv.Dial = fs.HTTPDial(hc)
-	g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{srv})
+	g := mcpguard.MustNew(reg, []mcpguard.Server{srv}, opts...)
 	return fs, g, func() {
 		g.Close()
 		fs.Close()

@@ -80,7 +80,7 @@ type Server struct {
 	// ToolsTTL is how long a discovered tool list is reused before tools/list
 	// is asked again; a tools/list_changed notification ends it early. If 0,
 	// 5m. The last good list is also what an unreachable server's tools are
-	// served from.
+	// served from. Measured on the registry's clock.
 	ToolsTTL time.Duration
 	// NoLastGood disables serving the last good tool list when the server
 	// cannot be reached or its breaker is open; its tools are then left out.
@@ -118,7 +118,8 @@ type Retry struct {
 	NoBudgetRatio bool
 	// BudgetMin retries are always allowed per BudgetWindow. If 0, 3.
 	BudgetMin int
-	// BudgetWindow is the retry budget's sliding window. If 0, 10s.
+	// BudgetWindow is the retry budget's sliding window, on the registry's
+	// clock. If 0, 10s.
 	BudgetWindow time.Duration
 }
 

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"google.golang.org/adk/agent"
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -24,6 +26,12 @@ type server struct {
 	allow map[string]bool // nil: every tool
 	idem  map[string]bool
 	h     health
+	// callsFailing is set while the server's last counted tools/call failed:
+	// a discovery then proves only that the server is reachable, and is
+	// reported excluded, so that it neither closes a breaker that calls
+	// opened (resetting its backoff) nor resets the count of failing calls.
+	callsFailing atomic.Bool
+	tel          *serverTel // trace.go; nil until New has set it up
 
 	mu          sync.Mutex
 	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
@@ -74,7 +82,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	start := time.Now()
 	for {
 		s.mu.Lock()
-		if s.cache != nil && !s.stale && time.Since(s.cachedAt) < s.cfg.ToolsTTL {
+		if s.cache != nil && !s.stale && s.g.clock.Now().Sub(s.cachedAt) < s.cfg.ToolsTTL {
 			t := s.cache
 			s.mu.Unlock()
 			return t, nil
@@ -120,7 +128,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	s.discovering = nil
 	s.discErr = err
 	if err == nil {
-		s.cache, s.cachedAt, s.stale = ts, time.Now(), false
+		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), false
 	}
 	s.mu.Unlock()
 	close(ch)
@@ -150,24 +158,31 @@ func (s *server) lastGood(err error) ([]*Tool, error) {
 func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error) {
 	o := s.newOpAt(ctx, BoundaryListTools, "", start)
 	tk, d := s.br.Admit()
+	o.begin(d.State)
 	if !d.Allowed {
 		e := &UnavailableError{Server: s.cfg.Name, State: d.State, Refusal: d.Reason, RetryAfter: d.RetryAfter}
-		s.h.unavailable(BoundaryListTools)
+		s.h.unavailable(BoundaryListTools, s.g.clock.Now())
 		s.g.log.Debug("mcpguard: discovery refused by breaker", "server", s.cfg.Name, "state", d.State.String(), "retry_after", d.RetryAfter)
+		o.end(ClassUnavailable, nil, e)
 		return nil, e
 	}
-	s.rb.operation(o.start)
+	s.rb.operation(s.g.clock.Now())
 	var last *Error
 	for {
 		o.attempts++
 		sess, gc, e := s.conn.session(o)
 		var tools []*Tool
 		if e == nil {
-			tools, e = s.list(o, sess, gc)
+			tools, e = s.listTraced(o, sess, gc)
 		}
 		if e == nil {
-			tk.Done(registry.Success)
+			out := registry.Success
+			if s.callsFailing.Load() {
+				out = registry.Excluded // reachable, but only a call may say its calls work
+			}
+			tk.Done(out)
 			s.h.record(o, ClassOK, "", "", len(tools))
+			o.end(ClassOK, nil, nil)
 			return tools, nil
 		}
 		last = e
@@ -302,8 +317,15 @@ const (
 // retrying only what is safe to repeat, all within one budget.
 func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, error) {
 	o := s.newOp(ctx, BoundaryCallTool, t.remote)
-	s.rb.operation(o.start)
+	o.beginCall()
+	s.rb.operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
+	keyed := false
+	if tc, ok := ctx.(agent.ToolContext); ok && s.g.idemKey != nil {
+		if k := s.g.idemKey(tc, t, args); validIdempotencyKey(k) {
+			params.Meta, keyed = mcp.Meta{MetaIdempotencyKey: k}, true // the same key on every attempt
+		}
+	}
 	var last *Error
 	for {
 		o.attempts++
@@ -314,22 +336,29 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 			if le != nil {
 				e = le
 			} else {
+				o.startLeg()
 				res, err := sess.CallTool(l.ctx, params)
 				if err == nil {
 					l.cancel()
 					out, pe := t.convert(o, res, gc)
 					if pe != nil {
+						s.callsFailing.Store(true)
+						o.endLeg(pe.Class)
 						s.fail(o, pe)
 						return nil, pe
 					}
+					s.callsFailing.Store(false)
 					class := ClassOK
 					if res.IsError {
 						class = ClassRefused
 					}
+					o.endLeg(class)
 					s.h.record(o, class, "", "", -1)
+					o.end(class, nil, nil)
 					return out, nil
 				}
 				e = o.failure(l, err, gc)
+				o.endLeg(e.Class)
 				l.cancel()
 				sent = !notSent(err, l.hint, gc)
 			}
@@ -339,10 +368,14 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 			s.conn.drop(sess)
 		}
 		// A request that may have reached the server is repeated only for
-		// tools the operator declared idempotent; the handshake always may be.
-		if !s.retry(o, e, !sent || t.idempotent) {
+		// tools the operator declared idempotent, or calls carrying an
+		// idempotency key; the handshake always may be.
+		if !s.retry(o, e, !sent || t.idempotent || keyed) {
 			break
 		}
+	}
+	if last.BreakerOutcome() == registry.Failure {
+		s.callsFailing.Store(true)
 	}
 	s.fail(o, last)
 	return nil, last
@@ -351,7 +384,21 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 // retry decides whether to try again after e and waits the backoff. safe
 // says the operation may be repeated at all.
 func (s *server) retry(o *op, e *Error, safe bool) bool {
-	if !safe || !e.retryable() || o.attempts >= s.cfg.Retry.MaxAttempts {
+	if !safe || !e.retryable() {
+		return false
+	}
+	if e.Reason == ReasonSessionMissing && !o.renewed {
+		// The server answered that our session is gone (it restarted, or
+		// expired it): starting a new session is the protocol's next step,
+		// not a retry of a failure. It is made at once, once per operation,
+		// whatever an outage spent of the retry budget or of MaxAttempts, so
+		// that the first operation after a restart is not failed (and, as a
+		// half-open probe, does not double the breaker's hold) for want of a
+		// budget the outage used up.
+		o.renewed = true
+		return o.parent.Err() == nil
+	}
+	if o.attempts >= s.cfg.Retry.MaxAttempts {
 		return false
 	}
 	delay := e.RetryAfter
@@ -362,12 +409,13 @@ func (s *server) retry(o *op, e *Error, safe bool) bool {
 	if !o.fits(delay) {
 		return false
 	}
-	if !s.rb.tryRetry(time.Now()) {
+	if !s.rb.tryRetry(s.g.clock.Now()) {
 		s.g.log.Debug("mcpguard: retry budget spent", "server", s.cfg.Name, "operation", string(o.operation))
 		return false
 	}
 	o.retries++
 	s.h.retried()
+	o.retried(e, delay)
 	if s.g.onBackoff != nil {
 		s.g.onBackoff(s.cfg.Name, o.retries-1, delay)
 	}
@@ -379,6 +427,7 @@ func (s *server) fail(o *op, e *Error) {
 	e.Elapsed = time.Since(o.start)
 	e.Attempts = max(o.attempts, 1)
 	s.h.record(o, e.Class, e.Boundary, e.Limit, -1)
+	o.end(e.Class, e, nil)
 	switch e.Class {
 	case ClassRefused:
 		return // an answer, not a failure

@@ -1,12 +1,15 @@
 package mcpguard
 
 import (
+	"crypto/rand"
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // Tool is one MCP tool behind a Guard. It has ADK's function-tool method set
@@ -51,12 +54,55 @@ func (t *Tool) RemoteName() string { return t.remote }
 
 // Idempotent reports whether a call may be retried after a fault: the
 // operator listed it in Server.IdempotentTools, or the server is Trusted and
-// annotated it idempotentHint.
+// annotated it idempotentHint. (A call that carries an idempotency key,
+// WithIdempotencyKeys, may be retried as well.)
 func (t *Tool) Idempotent() bool { return t.idempotent }
 
-// Run calls the tool on its server, bounded by the server's policy.
+// MetaIdempotencyKey is the _meta field of a tools/call that carries its
+// idempotency key (see WithIdempotencyKeys).
+const MetaIdempotencyKey = "idempotency-key"
+
+// NewIdempotencyKey returns a random key (crypto/rand.Text: 128 bits in
+// base32), for WithIdempotencyKeys.
+func NewIdempotencyKey() string { return rand.Text() }
+
+func validIdempotencyKey(k string) bool {
+	if k == "" || len(k) > 255 {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x21 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// Run calls the tool on its server, bounded by the server's policy. When
+// the adkbreaker plugin (on the guard's registry) admitted the call, it also
+// reports it; otherwise Run admits the call through the server's breaker
+// itself — an open breaker refuses it with an *UnavailableError, without
+// reaching the server — and reports its outcome.
 func (t *Tool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
-	return t.srv.call(ctx, t, args)
+	s := t.srv
+	if s.g.reg.Admitted(ctx, s.br.Key()) {
+		return s.call(ctx, t, args)
+	}
+	tk, d := s.br.Admit()
+	if !d.Allowed {
+		s.h.unavailable(BoundaryCallTool, s.g.clock.Now())
+		return nil, &UnavailableError{Server: s.cfg.Name, State: d.State, Refusal: d.Reason, RetryAfter: d.RetryAfter}
+	}
+	out, err := s.call(ctx, t, args)
+	switch e := err.(type) {
+	case nil:
+		tk.Done(registry.Success)
+	case *Error:
+		tk.DoneWithRetryAfter(e.BreakerOutcome(), e.RetryAfter)
+	default:
+		tk.Done(registry.Excluded)
+	}
+	return out, err
 }
 
 // ProcessRequest registers the tool itself (this wrapper, not an inner tool)

@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -138,4 +139,18 @@ func ExampleRegistry_Subscribe() {
 	// #3 mcp:files: half_open → open (lease_expired) at +15s, hold 20s
 	// #4 mcp:files: open → open (isolated) at +15s
 	// #5 mcp:files: open → closed (reset) at +15s
+}
+
+// A layer that admits calls ahead of a dependency client (the plugin)
+// registers an Admission; the client asks the registry before admitting a
+// call itself, so that each call is admitted and counted once.
+func ExampleRegistry_Admitted() {
+	reg := registry.MustNew()
+	pending := map[any]registry.Key{"call-1": "mcp:files"} // the layer's own table
+	adm := registry.NewAdmission(func(call any, k registry.Key) bool { return pending[call] == k })
+	reg.AddAdmission(adm) // held weakly: keep adm for as long as the layer lives
+
+	fmt.Println(reg.Admitted("call-1", "mcp:files"), reg.Admitted("call-2", "mcp:files"))
+	runtime.KeepAlive(adm)
+	// Output: true false
 }

@@ -43,6 +43,8 @@ type Registry struct {
 	others int
 
 	n notifier
+	// adm holds the layers that admit calls ahead of the call (admission.go).
+	adm admissions
 }
 
 // Option configures New.

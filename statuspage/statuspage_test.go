@@ -180,7 +180,8 @@ func TestRoutesAndMethods(t *testing.T) {
 		t.Fatal(err)
 	}
 	resp.Body.Close()
-	if loc := resp.Header.Get("Location"); resp.StatusCode != 301 || loc != "/breakers/" {
+	// The mux (307) or the handler (301) redirects; either way to the slash.
+	if loc := resp.Header.Get("Location"); resp.StatusCode/100 != 3 || loc != "/breakers/" {
 		t.Errorf("GET /breakers = %d %q", resp.StatusCode, loc)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"strconv"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -18,6 +20,11 @@ import (
 type httpState struct {
 	ts         *httptest.Server
 	refusedURL string
+	// resume holds answers of streams ended by StreamRetry, by event id.
+	mu      sync.Mutex
+	resume  map[string][]byte            // Guarded by mu.
+	eventID int                          // Guarded by mu.
+	handler atomic.Pointer[http.Handler] // the go-sdk's handler; replaced by RestartHTTP
 }
 
 func (h *httpState) close() {
@@ -33,11 +40,43 @@ func (s *Server) StartHTTP() string {
 	if s.web != nil {
 		return s.web.ts.URL
 	}
-	h := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
+	web := &httpState{refusedURL: refusedURL(), resume: map[string][]byte{}}
+	web.handler.Store(s.streamableHandler())
+	web.ts = httptest.NewServer(s.httpFaults(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		(*web.handler.Load()).ServeHTTP(w, r)
+	})))
+	s.web = web
+	return web.ts.URL
+}
+
+func (s *Server) streamableHandler() *http.Handler {
+	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
 		&mcp.StreamableHTTPOptions{JSONResponse: true})
-	ts := httptest.NewServer(s.httpFaults(h))
-	s.web = &httpState{ts: ts, refusedURL: refusedURL()}
-	return ts.URL
+	return &h
+}
+
+// RestartHTTP simulates a restart of the HTTP server on the same address:
+// every session is forgotten (requests that name one get HTTP 404, as the
+// MCP spec requires) and open client connections are closed. Executions and
+// request counts are kept.
+func (s *Server) RestartHTTP() {
+	s.mu.Lock()
+	web := s.web
+	inProcess := make(map[*mcp.ServerSession]bool, len(s.sessions))
+	for _, ss := range s.sessions {
+		inProcess[ss] = true
+	}
+	s.mu.Unlock()
+	if web == nil {
+		return
+	}
+	web.handler.Store(s.streamableHandler())
+	web.ts.CloseClientConnections()
+	for ss := range s.srv.Sessions() {
+		if !inProcess[ss] {
+			_ = ss.Close() // the old process's sessions end with it
+		}
+	}
 }
 
 // refusedURL returns a loopback URL nothing listens on.
@@ -60,18 +99,45 @@ func (s *Server) HTTPDial(client *http.Client) func(context.Context) (mcp.Transp
 	s.mu.Lock()
 	refused := s.web.refusedURL
 	s.mu.Unlock()
+	retries := -1 // no stream resumption: every fault is the client's to handle
+	if s.cfg.StreamRetry != "" {
+		retries = 0 // the go-sdk's default: StreamRetry streams must be resumed
+	}
 	return func(context.Context) (mcp.Transport, error) {
 		ep := url
 		if s.Mode() == Unreachable {
 			ep = refused
 		}
-		return &mcp.StreamableClientTransport{Endpoint: ep, HTTPClient: client, MaxRetries: -1, DisableStandaloneSSE: true}, nil
+		return &mcp.StreamableClientTransport{Endpoint: ep, HTTPClient: client, MaxRetries: retries, DisableStandaloneSSE: true}, nil
 	}
+}
+
+// serveResumed serves the answer of a stream ended by StreamRetry to the
+// GET that resumes it, and reports whether r was such a GET.
+func (s *Server) serveResumed(w http.ResponseWriter, r *http.Request) bool {
+	id := r.Header.Get("Last-Event-ID")
+	s.mu.Lock()
+	web := s.web
+	s.mu.Unlock()
+	web.mu.Lock()
+	body, ok := web.resume[id]
+	delete(web.resume, id)
+	web.mu.Unlock()
+	if !ok {
+		return false
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	w.WriteHeader(http.StatusOK)
+	fmt.Fprintf(w, "id: %s-answer\ndata: %s\n\n", id, body)
+	return true
 }
 
 // httpFaults applies the modes to HTTP requests.
 func (s *Server) httpFaults(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method == http.MethodGet && s.cfg.StreamRetry != "" && s.serveResumed(w, r) {
+			return
+		}
 		if r.Method != http.MethodPost {
 			next.ServeHTTP(w, r)
 			return
@@ -104,6 +170,21 @@ func (s *Server) httpFaults(next http.Handler) http.Handler {
 			}
 			http.Error(w, "flapping: down", http.StatusServiceUnavailable)
 			return
+		case peek.Method == "tools/call" && s.cfg.StreamRetry != "":
+			rec := httptest.NewRecorder()
+			next.ServeHTTP(rec, r) // the tool runs; its answer waits for the resumption
+			s.mu.Lock()
+			web := s.web
+			s.mu.Unlock()
+			web.mu.Lock()
+			web.eventID++
+			id := strconv.Itoa(web.eventID)
+			web.resume[id] = bytes.TrimSpace(rec.Body.Bytes())
+			web.mu.Unlock()
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprintf(w, "id: %s\nretry: %s\n\n", id, s.cfg.StreamRetry)
+			return // the stream ends: the client must wait and resume
 		case peek.Method == "tools/call" && mode == Dropped:
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r) // the tool runs; its response is lost

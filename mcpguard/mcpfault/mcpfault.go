@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net"
 	"strings"
 	"sync"
@@ -129,6 +130,13 @@ type Config struct {
 	// RetryAfter, for Flapping over HTTP, is sent as the Retry-After header
 	// of the 503 a failing call gets. If 0, none.
 	RetryAfter time.Duration
+	// StreamRetry, over HTTP, answers every tools/call on an SSE stream that
+	// the server ends at once after a priming event (an id and no data)
+	// carrying this SSE "retry:" value, verbatim ("86400000" asks the client
+	// to wait a day before resuming; "0", "abc" and "-5" are unusable
+	// values). The tool runs; its answer is served when the client resumes
+	// the stream (GET with Last-Event-ID). Empty: off.
+	StreamRetry string
 	// Latency delays messages by method, whatever the mode: on the
 	// in-process transport the client's write of that method takes this
 	// long (so "notifications/initialized" can cost the client time), over
@@ -219,6 +227,7 @@ type Server struct {
 	latency  map[string]time.Duration // Guarded by mu.
 	calls    int                      // Guarded by mu: tools/call requests seen (for Flapping).
 	execs    map[string]int           // Guarded by mu: tool runs.
+	metas    map[string][]mcp.Meta    // Guarded by mu: the _meta of each tool run.
 	requests map[string]int           // Guarded by mu: requests by method.
 	conns    map[*faultConn]bool      // Guarded by mu.
 	sessions []*mcp.ServerSession     // Guarded by mu.
@@ -244,7 +253,7 @@ func New(cfg Config) *Server {
 	if cfg.OversizeBytes == 0 {
 		cfg.OversizeBytes = 10 << 20
 	}
-	s := &Server{cfg: cfg, mode: cfg.Mode, execs: map[string]int{}, requests: map[string]int{},
+	s := &Server{cfg: cfg, mode: cfg.Mode, execs: map[string]int{}, metas: map[string][]mcp.Meta{}, requests: map[string]int{},
 		conns: map[*faultConn]bool{}, done: make(chan struct{}), latency: map[string]time.Duration{}}
 	for k, v := range cfg.Latency {
 		s.latency[k] = v
@@ -289,7 +298,7 @@ func (s *Server) addTool(t Tool) {
 				return nil, &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: "id: required string"}
 			}
 		}
-		mode := s.count(t.Name)
+		mode := s.count(t.Name, req.Params.Meta)
 		switch mode {
 		case Oversized:
 			return text(strings.Repeat("x", s.cfg.OversizeBytes)), nil
@@ -307,11 +316,24 @@ func (s *Server) addTool(t Tool) {
 }
 
 // count records a run of tool and returns the current mode.
-func (s *Server) count(tool string) Mode {
+func (s *Server) count(tool string, meta mcp.Meta) Mode {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.execs[tool]++
+	s.metas[tool] = append(s.metas[tool], maps.Clone(meta))
 	return s.mode
+}
+
+// CallMeta returns the _meta of every run of tool, in order (nil for a call
+// that carried none), such as an "idempotency-key" a client attached.
+func (s *Server) CallMeta(tool string) []map[string]any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make([]map[string]any, len(s.metas[tool]))
+	for i, m := range s.metas[tool] {
+		out[i] = maps.Clone(m)
+	}
+	return out
 }
 
 // middleware implements the slow modes and counts requests.
