@@ -1,10 +1,8 @@
 package plugin_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -242,11 +240,11 @@ func TestCachedAnswerCannotCloseHalfOpen(t *testing.T) {
 // The guarded tool's own outcome is the truth: the breaker still trips, a
 // failed probe re-opens it, and the mismatch is logged once and counted.
 func TestRetryAndReflectAheadCannotCloseProbe(t *testing.T) {
-	var logs bytes.Buffer
+	logs := &logCapture{}
 	obs := &mismatchCounter{}
 	reader := sdkmetric.NewManualReader()
 	a := newToolAgent(t, toolAgentSetup{ahead: []*adkplugin.Plugin{retryandreflect.MustNew(retryandreflect.WithMaxRetries(100))}},
-		breaker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), breaker.WithObserver(obs),
+		breaker.WithLogger(logs.logger()), breaker.WithObserver(obs),
 		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	a.tripAndExpire() // would never trip: AfterTool only sees reflections
 	if got := a.turn(); got["response_type"] != "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN" {
@@ -343,8 +341,8 @@ func TestExplicitGuardWithoutPlugin(t *testing.T) {
 // answer, so a half-open probe's outcome releases the probe without closing
 // the breaker (the safe default), and says so once in the log.
 func TestUnguardedProbeIsReleasedNotDecided(t *testing.T) {
-	var logs bytes.Buffer
-	a := newToolAgent(t, toolAgentSetup{}, breaker.WithoutToolGuard(), breaker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))))
+	logs := &logCapture{}
+	a := newToolAgent(t, toolAgentSetup{}, breaker.WithoutToolGuard(), breaker.WithLogger(logs.logger()))
 	a.tripAndExpire()
 	a.mode.Store(toolUp)
 	a.turn()
@@ -511,13 +509,13 @@ func TestGuardKeepsLongRunningAndTransfer(t *testing.T) {
 // recovers an error runs after the plugin saw it: the failure counts, and
 // nothing is reported as a mismatch.
 func TestAgentRecoveryIsNoMismatch(t *testing.T) {
-	var logs bytes.Buffer
+	logs := &logCapture{}
 	obs := &mismatchCounter{}
 	a := newToolAgent(t, toolAgentSetup{agent: func(_ *callbacks.Handler, c *llmagent.Config) {
 		c.OnToolErrorCallbacks = []llmagent.OnToolErrorCallback{func(tool.Context, tool.Tool, map[string]any, error) (map[string]any, error) {
 			return map[string]any{"record": "fallback"}, nil
 		}}
-	}}, breaker.WithLogger(slog.New(slog.NewTextHandler(&logs, nil))), breaker.WithObserver(obs))
+	}}, breaker.WithLogger(logs.logger()), breaker.WithObserver(obs))
 	a.mode.Store(toolDown)
 	if got := a.turn(); got["record"] != "fallback" {
 		t.Fatalf("response = %v", got)
@@ -593,4 +591,11 @@ func TestGuardKeepsToolConfirmation(t *testing.T) {
 	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
 		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
 	}
+}
+
+// String returns everything captured so far.
+func (c *logCapture) String() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
 }
