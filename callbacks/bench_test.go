@@ -69,7 +69,11 @@ func gbSettings() gobreaker.Settings {
 // BenchmarkToolPath compares the plugin's tool path with gobreaker alone.
 //
 //	gobreaker:        bare TwoStep Allow + done(nil) (the baseline)
-//	closed:           BeforeTool + AfterTool, admitted
+//	closed:           BeforeTool + AfterTool, admitted (default policy:
+//	                  in-flight slowness with a derived threshold)
+//	closed-plain:     the same with every containment feature off
+//	closed-contained: the same with a bulkhead of 20 and a fixed 1s
+//	                  in-flight slowness threshold
 //	open:             BeforeTool short-circuit with payload (a new
 //	                  invocation every 4 short-circuits, AfterRun included)
 //	*-parallel:       the same under b.RunParallel on one dependency
@@ -86,18 +90,27 @@ func BenchmarkToolPath(b *testing.B) {
 			done(nil)
 		}
 	})
-	b.Run("closed", func(b *testing.B) {
-		h := newHandler(b)
-		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
-		tl := &fakeTool{name: "get_invoice"}
-		b.ReportAllocs()
-		for b.Loop() {
-			if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
-				b.Fatal("short-circuited")
+	for _, c := range []struct {
+		name string
+		pol  registry.Policy
+	}{
+		{"closed", registry.Policy{OpenFor: time.Hour}},
+		{"closed-plain", registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}},
+		{"closed-contained", registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := newHandler(b, registry.WithDefaultPolicy(c.pol))
+			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+			tl := &fakeTool{name: "get_invoice"}
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
+					b.Fatal("short-circuited")
+				}
+				h.AfterTool(ctx, tl, nil, nil, nil)
 			}
-			h.AfterTool(ctx, tl, nil, nil, nil)
-		}
-	})
+		})
+	}
 	b.Run("open", func(b *testing.B) {
 		h := newHandler(b)
 		_ = h.Registry().Isolate("get_invoice")

@@ -35,10 +35,13 @@
 //   - AfterRun abandons calls that never reported (as Excluded, freeing
 //     half-open probe slots) and frees the invocation's accounting.
 //   - BeforeModel ends the turn with a final answer once the invocation's
-//     short-circuit budget is spent or a failover model has no endpoint left,
-//     and marks (or removes) declarations of tools whose dependency is open.
-//     It also replaces each protected function tool of the request by a
-//     GuardedTool (Config.NoAutoGuard turns that off).
+//     short-circuit budget or turn budget (MaxModelCalls, MaxTurnDuration) is
+//     spent or a failover model has no endpoint left, and marks (or removes)
+//     declarations of tools whose dependency is open. AfterTool escalates the
+//     tool call after which the turn budget is spent, so that a LoopAgent
+//     stops; BeforeRun starts the budget's clock.
+//     BeforeModel also replaces each protected function tool of the request
+//     by a GuardedTool (Config.NoAutoGuard turns that off).
 //
 // # Only a real execution counts
 //

@@ -45,10 +45,10 @@ type ModelGuard interface {
 }
 
 // ErrTurnEnded is returned by BeforeModel for a model call made after the
-// plugin already ended the invocation's turn (budget spent, or no model
+// plugin already ended the invocation's turn (a budget spent, or no model
 // endpoint available). Plain agents never make such a call; a LoopAgent would,
 // and without this error it would spin forever on the plugin's final answers.
-var ErrTurnEnded = errors.New("adkbreaker: the turn already ended: its dependencies are unavailable")
+var ErrTurnEnded = errors.New("adkbreaker: the turn already ended (a budget was spent, or the model is unavailable)")
 
 // Defaults of Config.
 const (
@@ -85,6 +85,17 @@ type Config struct {
 	// TurnLimit is H: after H short-circuits across all dependencies in an
 	// invocation, BeforeModel ends the turn with a final answer. If 0, 5.
 	TurnLimit int
+	// MaxModelCalls is the turn budget in model calls: BeforeModel answers
+	// the call after the MaxModelCalls-th of an invocation itself, with a
+	// final answer, and the model is not called again in that invocation.
+	// If 0, no limit.
+	MaxModelCalls int
+	// MaxTurnDuration is the turn budget in time, measured with the
+	// registry's clock from the start of the run (BeforeRun; from the first
+	// model call when the handler is used without BeforeRun): the first model
+	// call at or after it is answered by BeforeModel with a final answer. A
+	// tool call already running is not interrupted. If 0, no limit.
+	MaxTurnDuration time.Duration
 	// RemoveUnavailable removes the declarations of tools whose dependency is
 	// open from the model request, instead of marking them unavailable.
 	RemoveUnavailable bool
@@ -131,6 +142,8 @@ type Handler struct {
 	guards    []ModelGuard
 	turnLimit int
 	scLimit   int
+	maxCalls  int           // turn budget in model calls; 0: none
+	maxDur    time.Duration // turn budget in time; 0: none
 	remove    bool
 	log       *slog.Logger
 	overflow  *logLimiter
@@ -156,6 +169,12 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.TurnLimit < 0 {
 		errs = append(errs, fmt.Errorf("turn_limit: must be ≥ 0, got %d", cfg.TurnLimit))
+	}
+	if cfg.MaxModelCalls < 0 {
+		errs = append(errs, fmt.Errorf("max_model_calls: must be ≥ 0, got %d", cfg.MaxModelCalls))
+	}
+	if cfg.MaxTurnDuration < 0 {
+		errs = append(errs, fmt.Errorf("max_turn_duration: must be ≥ 0, got %s", cfg.MaxTurnDuration))
 	}
 	if cfg.MaxInvocations < 0 || cfg.MaxInvocations > MaxTableSize {
 		errs = append(errs, fmt.Errorf("max_invocations: must be in [0, %d], got %d", MaxTableSize, cfg.MaxInvocations))
@@ -192,7 +211,8 @@ func New(cfg Config) (*Handler, error) {
 	h := &Handler{
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
-		remove: cfg.RemoveUnavailable, log: cfg.Logger, autoGuard: !cfg.NoAutoGuard,
+		remove: cfg.RemoveUnavailable, log: cfg.Logger, maxCalls: cfg.MaxModelCalls, maxDur: cfg.MaxTurnDuration,
+		autoGuard: !cfg.NoAutoGuard,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -298,6 +318,8 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 		return degrade.ReasonHalfOpenBusy
 	case registry.RefusedIsolated:
 		return degrade.ReasonIsolated
+	case registry.RefusedSaturated:
+		return degrade.ReasonSaturated
 	default:
 		return degrade.ReasonCircuitOpen
 	}
@@ -340,6 +362,9 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 // retryandreflect, turned the error into a result) was counted as the
 // failure it was; the mismatch is logged once and counted (Observer).
 func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
+	if h.maxCalls > 0 || h.maxDur > 0 {
+		h.escalateIfSpent(ctx)
+	}
 	call := ctx.FunctionCallID()
 	plain := err == nil && !isReflection(result)
 	p, found, handled := h.tix.takeEntry(ctx, call, plain)
@@ -449,6 +474,31 @@ func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry
 	return Classify(err)
 }
 
+// escalateIfSpent sets Escalate on the tool call's actions when the
+// invocation's turn budget is spent, so that the next model call will be
+// answered by BeforeModel: a LoopAgent (which only stops on escalation) then
+// exits after this iteration instead of running its sub-agents again.
+func (h *Handler) escalateIfSpent(ctx agent.ToolContext) {
+	if u, ok := h.ledger.UsageOf(ctx.InvocationID()); ok && !u.Ended && h.budgetSpent(u, h.clock.Now()) {
+		ctx.Actions().Escalate = true
+	}
+}
+
+// budgetSpent reports whether the next model call of an invocation with
+// usage u would exceed the turn budget.
+func (h *Handler) budgetSpent(u degrade.Usage, now time.Time) bool {
+	return h.maxCalls > 0 && u.ModelCalls >= h.maxCalls || h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur
+}
+
+// BeforeRun starts the clock of the turn budget in time (MaxTurnDuration).
+// It returns (nil, nil).
+func (h *Handler) BeforeRun(ctx agent.InvocationContext) (*genai.Content, error) {
+	if h.maxDur > 0 {
+		h.ledger.Begin(ctx.InvocationID(), h.clock.Now())
+	}
+	return nil, nil
+}
+
 // AfterRun frees the invocation's state whatever way the run ended: pending
 // tickets are abandoned as Excluded (freeing probe slots) and the
 // short-circuit accounting is released.
@@ -458,19 +508,35 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	h.ledger.Release(inv)
 }
 
-// BeforeModel ends the turn when the invocation's short-circuit budget is
-// spent or every endpoint of the model is unavailable, returning a final
-// model response the user can read; otherwise it guards the request's
-// protected function tools (GuardedTool; ADK dispatches the calls of this
-// model response from req.Tools) and marks (or removes) the declarations of
-// tools whose dependency is open, so the model knows before it tries.
+// BeforeModel ends the turn when the invocation's short-circuit budget or
+// turn budget is spent or every endpoint of the model is unavailable,
+// returning a final model response the user can read; otherwise it guards
+// the request's protected function tools (GuardedTool; ADK dispatches the
+// calls of this model response from req.Tools) and marks (or removes) the
+// declarations of tools whose dependency is open, so the model knows before
+// it tries.
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	inv := ctx.InvocationID()
-	switch total, ended := h.ledger.State(inv); {
-	case ended:
-		return nil, ErrTurnEnded
-	case total >= h.turnLimit:
-		return h.endTurn(ctx, inv, total), nil
+	if h.maxCalls > 0 || h.maxDur > 0 {
+		now := h.clock.Now()
+		u := h.ledger.ModelCall(inv, now)
+		switch {
+		case u.Ended:
+			return nil, ErrTurnEnded
+		case u.Total >= h.turnLimit:
+			return h.endTurn(ctx, inv, u, TurnEndShortCircuitBudget), nil
+		case h.maxCalls > 0 && u.ModelCalls > h.maxCalls:
+			return h.endTurn(ctx, inv, u, TurnEndModelCallBudget), nil
+		case h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur:
+			return h.endTurn(ctx, inv, u, TurnEndTimeBudget), nil
+		}
+	} else {
+		switch total, ended := h.ledger.State(inv); {
+		case ended:
+			return nil, ErrTurnEnded
+		case total >= h.turnLimit:
+			return h.endTurn(ctx, inv, degrade.Usage{Total: total}, TurnEndShortCircuitBudget), nil
+		}
 	}
 	if h.autoGuard && req != nil && len(req.Tools) > 0 {
 		h.guardRequest(req)
@@ -484,7 +550,7 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
 				}
-				return finalResponse(degrade.ModelUnavailableMessage(ra), "model_unavailable"), nil
+				return finalResponse(degrade.ModelUnavailableMessage(ra), string(TurnEndModelUnavailable)), nil
 			}
 		}
 	}
@@ -498,7 +564,10 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 	return nil, nil
 }
 
-func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *model.LLMResponse {
+// endTurn ends inv's turn for reason and returns the final answer: what was
+// unavailable in the turn (the dependencies it short-circuited) and when to
+// try again.
+func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, u degrade.Usage, reason TurnEndReason) *model.LLMResponse {
 	counts := h.ledger.Counts(inv)
 	h.ledger.End(inv, h.clock.Now())
 	items := make([]degrade.Unavailable, 0, len(counts))
@@ -510,9 +579,12 @@ func (h *Handler) endTurn(ctx agent.CallbackContext, inv string, total int) *mod
 		items = append(items, degrade.Unavailable{Dependency: c.Dependency, RetryAfter: ra})
 	}
 	if h.obs != nil {
-		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndShortCircuitBudget, TurnTotal: total})
+		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: reason, TurnTotal: u.Total, ModelCalls: u.ModelCalls})
 	}
-	return finalResponse(degrade.FinalMessage(items), "short_circuit_budget")
+	if reason == TurnEndShortCircuitBudget {
+		return finalResponse(degrade.FinalMessage(items), string(reason))
+	}
+	return finalResponse(degrade.TurnBudgetMessage(items), string(reason))
 }
 
 // finalResponse is a complete model turn: role "model" (so it is kept in

@@ -50,15 +50,25 @@ type MismatchEvent struct {
 type TurnEndReason string
 
 const (
+	// TurnEndShortCircuitBudget: H short-circuits in the invocation (TurnLimit).
 	TurnEndShortCircuitBudget TurnEndReason = "short_circuit_budget"
-	TurnEndModelUnavailable   TurnEndReason = "model_unavailable"
+	// TurnEndModelUnavailable: every endpoint of the model is unavailable.
+	TurnEndModelUnavailable TurnEndReason = "model_unavailable"
+	// TurnEndModelCallBudget: the invocation made MaxModelCalls model calls.
+	TurnEndModelCallBudget TurnEndReason = "model_call_budget"
+	// TurnEndTimeBudget: the invocation has run for MaxTurnDuration.
+	TurnEndTimeBudget TurnEndReason = "time_budget"
 )
 
 // TurnEndEvent describes a turn ended by BeforeModel.
 type TurnEndEvent struct {
 	InvocationID string
 	Reason       TurnEndReason
-	TurnTotal    int
+	TurnTotal    int // short-circuits in the invocation
+	// ModelCalls is the number of model calls counted in the invocation,
+	// including the one answered by the plugin; 0 when no turn budget is set
+	// (they are then not counted).
+	ModelCalls int
 }
 
 // logLimiter allows one log line per key per period.

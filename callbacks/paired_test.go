@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/sony/gobreaker/v2"
+
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // TestPairedToolPath measures the tool path against gobreaker in short
@@ -25,6 +27,8 @@ func TestPairedToolPath(t *testing.T) {
 	const blocks, n = 300, 5000
 	cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
 	hClosed := newHandler(t)
+	hPlain := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}))
+	hContained := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}))
 	hOpen := newHandler(t)
 	_ = hOpen.Registry().Isolate("get_invoice")
 	tl := &fakeTool{name: "get_invoice"}
@@ -50,6 +54,18 @@ func TestPairedToolPath(t *testing.T) {
 			for range n {
 				hClosed.BeforeTool(ctx, tl, nil)
 				hClosed.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		}},
+		{"closed, plain", func() {
+			for range n {
+				hPlain.BeforeTool(ctx, tl, nil)
+				hPlain.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		}},
+		{"closed, contained", func() {
+			for range n {
+				hContained.BeforeTool(ctx, tl, nil)
+				hContained.AfterTool(ctx, tl, nil, nil, nil)
 			}
 		}},
 		{"open short-circuit", func() {

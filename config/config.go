@@ -40,6 +40,14 @@ type Defaults struct {
 	ShortCircuitLimit int `json:"short_circuit_limit,omitempty" yaml:"short_circuit_limit,omitempty"`
 	// TurnLimit is H (end the turn after H short-circuits). 0 means 5.
 	TurnLimit int `json:"turn_limit,omitempty" yaml:"turn_limit,omitempty"`
+	// MaxModelCalls is the turn budget in model calls per invocation: the
+	// call after the MaxModelCalls-th is answered by the plugin with a final
+	// answer. 0 means no limit.
+	MaxModelCalls int `json:"max_model_calls,omitempty" yaml:"max_model_calls,omitempty"`
+	// MaxTurnDuration is the turn budget in time per invocation, from the
+	// start of the run: the first model call at or after it is answered by
+	// the plugin with a final answer. 0 means no limit.
+	MaxTurnDuration Duration `json:"max_turn_duration,omitempty" yaml:"max_turn_duration,omitempty"`
 	// RemoveUnavailable removes unavailable tools' declarations instead of
 	// marking them.
 	RemoveUnavailable bool `json:"remove_unavailable,omitempty" yaml:"remove_unavailable,omitempty"`
@@ -68,26 +76,34 @@ type Dependency struct {
 // Policy mirrors registry.Policy with durations written as strings ("30s",
 // "1m30s") or numbers of seconds. Zero or absent fields inherit: from
 // Defaults.Policy in a dependency's policy, from the registry defaults in
-// Defaults.Policy. The two switches are pointers so that a dependency can
-// turn off what the defaults turn on (no_jitter: false).
+// Defaults.Policy. The switches are pointers so that a dependency can turn
+// off what the defaults turn on (no_jitter: false).
 type Policy struct {
-	ConsecutiveFailures int      `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
-	FailureRate         float64  `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
-	MinCalls            int      `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
-	Window              Duration `json:"window,omitempty" yaml:"window,omitempty"`
-	DisableFailureRate  *bool    `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
-	SlowCall            Duration `json:"slow_call,omitempty" yaml:"slow_call,omitempty"`
-	OpenFor             Duration `json:"open_for,omitempty" yaml:"open_for,omitempty"`
-	OpenBackoff         float64  `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
-	MaxOpenFor          Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
-	OpenJitter          float64  `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
-	NoJitter            *bool    `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
-	HalfOpenProbes      int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
-	ProbeLease          Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
-	MaxRetryHint        Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
-	NoTripOnRetryHint   *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
-	CallTimeout         Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
-	Shadow              *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
+	ConsecutiveFailures        int      `json:"consecutive_failures,omitempty" yaml:"consecutive_failures,omitempty"`
+	FailureRate                float64  `json:"failure_rate,omitempty" yaml:"failure_rate,omitempty"`
+	MinCalls                   int      `json:"min_calls,omitempty" yaml:"min_calls,omitempty"`
+	Window                     Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	DisableFailureRate         *bool    `json:"disable_failure_rate,omitempty" yaml:"disable_failure_rate,omitempty"`
+	SlowCall                   Duration `json:"slow_call,omitempty" yaml:"slow_call,omitempty"`
+	OpenFor                    Duration `json:"open_for,omitempty" yaml:"open_for,omitempty"`
+	OpenBackoff                float64  `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
+	MaxOpenFor                 Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
+	OpenJitter                 float64  `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
+	NoJitter                   *bool    `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
+	HalfOpenProbes             int      `json:"half_open_probes,omitempty" yaml:"half_open_probes,omitempty"`
+	ProbeLease                 Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
+	MaxRetryHint               Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
+	Shadow                     *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
+	NoTripOnRetryHint          *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
+	CallTimeout                Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
+	DisableConsecutiveFailures *bool    `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
+	CountWindow                int      `json:"count_window,omitempty" yaml:"count_window,omitempty"`
+	SlowInFlight               Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
+	SlowInFlightFactor         float64  `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
+	SlowInFlightCalls          int      `json:"slow_in_flight_calls,omitempty" yaml:"slow_in_flight_calls,omitempty"`
+	DisableSlowInFlight        *bool    `json:"disable_slow_in_flight,omitempty" yaml:"disable_slow_in_flight,omitempty"`
+	MaxConcurrent              int      `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
+	QueueWait                  Duration `json:"queue_wait,omitempty" yaml:"queue_wait,omitempty"`
 }
 
 // ModelChain is an ordered list of model endpoints; the first is the primary.
@@ -272,6 +288,12 @@ func (c *File) validate() problems {
 	if d.TurnLimit < 0 {
 		ps.add("defaults.turn_limit", "must be ≥ 0, got %d", d.TurnLimit)
 	}
+	if d.MaxModelCalls < 0 {
+		ps.add("defaults.max_model_calls", "must be ≥ 0, got %d", d.MaxModelCalls)
+	}
+	if d.MaxTurnDuration < 0 {
+		ps.add("defaults.max_turn_duration", "must be ≥ 0, got %s", d.MaxTurnDuration)
+	}
 	switch {
 	case d.MaxBreakers < 0 || d.MaxBreakers > registry.MaxBreakersLimit:
 		ps.add("defaults.max_breakers", "must be in [0, %d], got %d", registry.MaxBreakersLimit, d.MaxBreakers)
@@ -454,15 +476,19 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
-		NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint), CallTimeout: time.Duration(p.CallTimeout),
-		Shadow: isTrue(p.Shadow),
+		Shadow: isTrue(p.Shadow), NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint),
+		CallTimeout: time.Duration(p.CallTimeout), DisableConsecutiveFailures: isTrue(p.DisableConsecutiveFailures),
+		CountWindow: p.CountWindow, SlowInFlight: time.Duration(p.SlowInFlight), SlowInFlightFactor: p.SlowInFlightFactor,
+		SlowInFlightCalls: p.SlowInFlightCalls, DisableSlowInFlight: isTrue(p.DisableSlowInFlight),
+		MaxConcurrent: p.MaxConcurrent, QueueWait: time.Duration(p.QueueWait),
 	}
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
 
 // Merge returns base with every non-zero field of over applied. The switches
-// (DisableFailureRate, NoJitter) are on if either has them on: a
+// (DisableFailureRate, NoJitter, DisableConsecutiveFailures,
+// DisableSlowInFlight) are on if either has them on: a
 // registry.Policy cannot say "explicitly off". Policy.Apply can.
 func Merge(base, over registry.Policy) registry.Policy {
 	setI := func(dst *int, v int) {
@@ -497,6 +523,14 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
 	base.NoTripOnRetryHint = base.NoTripOnRetryHint || over.NoTripOnRetryHint
 	setD(&base.CallTimeout, over.CallTimeout)
+	base.DisableConsecutiveFailures = base.DisableConsecutiveFailures || over.DisableConsecutiveFailures
+	setI(&base.CountWindow, over.CountWindow)
+	setD(&base.SlowInFlight, over.SlowInFlight)
+	setF(&base.SlowInFlightFactor, over.SlowInFlightFactor)
+	setI(&base.SlowInFlightCalls, over.SlowInFlightCalls)
+	base.DisableSlowInFlight = base.DisableSlowInFlight || over.DisableSlowInFlight
+	setI(&base.MaxConcurrent, over.MaxConcurrent)
+	setD(&base.QueueWait, over.QueueWait)
 	return base
 }
 
@@ -528,6 +562,12 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoTripOnRetryHint != nil {
 		out.NoTripOnRetryHint = *p.NoTripOnRetryHint
+	}
+	if p.DisableConsecutiveFailures != nil {
+		out.DisableConsecutiveFailures = *p.DisableConsecutiveFailures
+	}
+	if p.DisableSlowInFlight != nil {
+		out.DisableSlowInFlight = *p.DisableSlowInFlight
 	}
 	return out
 }

@@ -849,3 +849,45 @@ func TestPathsQuoteOddKeys(t *testing.T) {
 		t.Errorf("got %v, want line 4", p)
 	}
 }
+
+// TestTurnBudgetFields: the turn budget's two keys parse in both formats and
+// their problems are reported together, by path.
+func TestTurnBudgetFields(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		format config.Format
+	}{
+		{"version: 1\ndefaults:\n  max_model_calls: 8\n  max_turn_duration: 90s\n", config.YAML},
+		{`{"version": 1, "defaults": {"max_model_calls": 8, "max_turn_duration": 90}}`, config.JSON},
+	} {
+		f, err := config.Parse([]byte(tc.src), tc.format)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.format, err)
+		}
+		if d := f.Defaults; d.MaxModelCalls != 8 || time.Duration(d.MaxTurnDuration) != 90*time.Second {
+			t.Fatalf("%s: %d, %s", tc.format, d.MaxModelCalls, d.MaxTurnDuration)
+		}
+	}
+	for _, tc := range []struct {
+		src    string
+		format config.Format
+	}{
+		{"version: 1\ndefaults:\n  max_model_calls: -1\n  max_turn_duration: -2s\n  turn_limit: -1\n", config.YAML},
+		{`{"version": 1, "defaults": {"max_model_calls": -1, "max_turn_duration": "-2s", "turn_limit": -1}}`, config.JSON},
+	} {
+		_, err := config.Parse([]byte(tc.src), tc.format)
+		ps := problems(t, err)
+		for path, msg := range map[string]string{
+			"defaults.max_model_calls":   "must be ≥ 0, got -1",
+			"defaults.max_turn_duration": "must be ≥ 0, got -2s",
+			"defaults.turn_limit":        "must be ≥ 0, got -1",
+		} {
+			if p := find(t, ps, path); !strings.Contains(p.Message, msg) {
+				t.Errorf("%s %s: %q, want %q", tc.format, path, p.Message, msg)
+			}
+		}
+		if len(ps) != 3 {
+			t.Errorf("%s: %d problems, want 3:\n%s", tc.format, len(ps), list(ps))
+		}
+	}
+}

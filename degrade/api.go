@@ -66,8 +66,9 @@ const (
 type Reason string
 
 // The Reason set. The first three are about the breaker (calls are being
-// withheld), the next five about how the dependency has been failing, and
-// the last about the invocation's own budget; guidance is worded per family.
+// withheld), the next five about how the dependency has been failing, then
+// one about the invocation's own budget, and the last about the dependency's
+// bulkhead (calls are withheld too); guidance is worded per family.
 const (
 	// ReasonCircuitOpen: the breaker is open after repeated failures.
 	ReasonCircuitOpen Reason = "circuit_open"
@@ -88,6 +89,10 @@ const (
 	ReasonMalformedResponse Reason = "malformed_response"
 	// ReasonBudgetExhausted: this invocation's short-circuit budget is spent.
 	ReasonBudgetExhausted Reason = "budget_exhausted"
+	// ReasonSaturated: the dependency's bulkhead is full — as many calls as
+	// it may have at once are already in flight. Not a failure of the
+	// dependency; the breaker stays closed.
+	ReasonSaturated Reason = "saturated"
 )
 
 // Retry is the shape of the object under KeyRetry. Build stores it as a

@@ -75,6 +75,7 @@ type invEntry struct {
 	created time.Time  // immutable
 	total   int        // guarded by the shard's mu
 	ended   bool       // guarded by the shard's mu; see End
+	calls   int        // guarded by the shard's mu; model calls, see ModelCall
 	deps    []DepCount // guarded by the shard's mu; few, so searched linearly
 }
 
@@ -231,6 +232,50 @@ func (l *Ledger) State(inv string) (total int, ended bool) {
 		return 0, false
 	}
 	return e.total, e.ended
+}
+
+// Usage is an invocation's accounting, as ModelCall and UsageOf report it.
+type Usage struct {
+	// Started is when the invocation's entry was created: by Begin at the
+	// start of the run, or else by its first ModelCall, Hit or End.
+	Started time.Time
+	// ModelCalls is the number of model calls counted by ModelCall.
+	ModelCalls int
+	// Total is the number of short-circuits counted by Hit.
+	Total int
+	// Ended reports whether End was called.
+	Ended bool
+}
+
+// Begin creates inv's entry, dated now, if it has none, so that the
+// invocation's Usage.Started is the start of its run. It does not change
+// the counts.
+func (l *Ledger) Begin(inv string, now time.Time) {
+	s, _ := l.lockedOrCreate(inv, now)
+	s.mu.Unlock()
+}
+
+// ModelCall counts one model call of inv, creating its entry dated now if
+// it has none, and returns inv's usage including this call. A call made
+// after End is not counted.
+func (l *Ledger) ModelCall(inv string, now time.Time) Usage {
+	s, e := l.lockedOrCreate(inv, now)
+	defer s.mu.Unlock()
+	if !e.ended {
+		e.calls++
+	}
+	return Usage{Started: e.created, ModelCalls: e.calls, Total: e.total, Ended: e.ended}
+}
+
+// UsageOf returns inv's usage and whether inv has an entry. It does not
+// allocate.
+func (l *Ledger) UsageOf(inv string) (Usage, bool) {
+	s, e := l.locked(inv)
+	defer s.mu.Unlock()
+	if e == nil {
+		return Usage{}, false
+	}
+	return Usage{Started: e.created, ModelCalls: e.calls, Total: e.total, Ended: e.ended}, true
 }
 
 // Count returns the number of short-circuits of dep counted for inv.

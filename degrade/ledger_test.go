@@ -66,8 +66,41 @@ func TestLedgerLazy(t *testing.T) {
 	_ = l.Total("a")
 	_ = l.Count("a", "b")
 	_ = l.Counts("a")
+	_, _ = l.UsageOf("a")
 	if l.Len() != 0 {
 		t.Errorf("reads created entries: Len = %d", l.Len())
+	}
+}
+
+// TestLedgerUsage: Begin dates the invocation, ModelCall counts model calls
+// (not after End), and the usage carries the short-circuit total.
+func TestLedgerUsage(t *testing.T) {
+	l := degrade.NewLedger(degrade.LedgerOptions{})
+	t0 := time.Unix(1_700_000_000, 0)
+	l.Begin("inv", t0)
+	l.Begin("inv", t0.Add(time.Hour)) // an existing entry keeps its date
+	if u := l.ModelCall("inv", t0.Add(time.Second)); u.ModelCalls != 1 || !u.Started.Equal(t0) || u.Total != 0 || u.Ended {
+		t.Fatalf("first ModelCall = %+v", u)
+	}
+	l.Hit("inv", "dep", t0.Add(2*time.Second))
+	if u := l.ModelCall("inv", t0.Add(3*time.Second)); u.ModelCalls != 2 || u.Total != 1 {
+		t.Fatalf("second ModelCall = %+v", u)
+	}
+	l.End("inv", t0.Add(4*time.Second))
+	if u := l.ModelCall("inv", t0.Add(5*time.Second)); u.ModelCalls != 2 || !u.Ended {
+		t.Fatalf("ModelCall after End = %+v, want not counted", u)
+	}
+	if u, ok := l.UsageOf("inv"); !ok || u.ModelCalls != 2 || u.Total != 1 || !u.Ended || !u.Started.Equal(t0) {
+		t.Fatalf("UsageOf = %+v, %v", u, ok)
+	}
+	// Without Begin, the first model call dates the entry.
+	if u := l.ModelCall("other", t0.Add(time.Minute)); !u.Started.Equal(t0.Add(time.Minute)) || u.ModelCalls != 1 {
+		t.Fatalf("ModelCall without Begin = %+v", u)
+	}
+	l.Release("inv")
+	l.Release("other")
+	if l.Len() != 0 {
+		t.Fatalf("Len after Release = %d", l.Len())
 	}
 }
 

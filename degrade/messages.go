@@ -33,7 +33,49 @@ type Unavailable struct {
 // in MaxMessageBytes, the rest are counted ("and 3 other services"). With no
 // usable name, the message speaks of "a service it depends on".
 func FinalMessage(items []Unavailable) string {
-	names := make([]string, 0, len(items))
+	names, when := unavailableNames(items)
+	const lead = "Sorry, I couldn't fully complete your request because "
+	switch len(names) {
+	case 0:
+		return lead + "a service it depends on is temporarily unavailable. " + when
+	case 1:
+		return lead + names[0] + " is temporarily unavailable. " + when
+	}
+	return fitList(names, MaxMessageBytes, func(list string) string {
+		return lead + list + " are temporarily unavailable. " + when
+	}, "other service", "other services")
+}
+
+// TurnBudgetMessage returns the text of a final response written for the
+// end user, for when an invocation stops because it used up its turn budget
+// (a number of model calls or a length of time). items are the
+// dependencies that were unavailable during the turn, as for FinalMessage;
+// the message names them and says when to try again, for example:
+//
+//	Sorry, I couldn't complete your request within the steps and time allowed for one answer: billing-api was temporarily unavailable. Please try again in about 30 seconds.
+//
+// With no items it says only that the limit was reached.
+func TurnBudgetMessage(items []Unavailable) string {
+	const lead = "Sorry, I couldn't complete your request within the steps and time allowed for one answer"
+	if len(items) == 0 {
+		return lead + ". Please try again, perhaps with a simpler request."
+	}
+	names, when := unavailableNames(items)
+	switch len(names) {
+	case 0:
+		return lead + ": a service it depends on was temporarily unavailable. " + when
+	case 1:
+		return lead + ": " + names[0] + " was temporarily unavailable. " + when
+	}
+	return fitList(names, MaxMessageBytes, func(list string) string {
+		return lead + ": " + list + " were temporarily unavailable. " + when
+	}, "other service", "other services")
+}
+
+// unavailableNames returns the sanitised, sorted, de-duplicated names of
+// items and the sentence saying when to try again (the largest RetryAfter).
+func unavailableNames(items []Unavailable) (names []string, when string) {
+	names = make([]string, 0, len(items))
 	var wait time.Duration
 	for i, it := range items {
 		if n := cleanName(it.Dependency); n != "" {
@@ -45,7 +87,7 @@ func FinalMessage(items []Unavailable) string {
 	}
 	slices.Sort(names)
 	names = slices.Compact(names)
-	when := "Please try again in a little while."
+	when = "Please try again in a little while."
 	switch {
 	case wait == UntilReset:
 		when = "It is not known when it will be back."
@@ -55,16 +97,7 @@ func FinalMessage(items []Unavailable) string {
 	case len(items) > 0:
 		when = "Please try again in " + humanSeconds(RetryAfterSeconds(wait)) + "."
 	}
-	const lead = "Sorry, I couldn't fully complete your request because "
-	switch len(names) {
-	case 0:
-		return lead + "a service it depends on is temporarily unavailable. " + when
-	case 1:
-		return lead + names[0] + " is temporarily unavailable. " + when
-	}
-	return fitList(names, MaxMessageBytes, func(list string) string {
-		return lead + list + " are temporarily unavailable. " + when
-	}, "other service", "other services")
+	return names, when
 }
 
 // ModelUnavailableMessage returns the text of a final response written for

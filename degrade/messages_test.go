@@ -118,3 +118,47 @@ func TestCapabilityNotice(t *testing.T) {
 		t.Errorf("DegradedCapabilityNotice = %q", got)
 	}
 }
+
+func TestTurnBudgetMessage(t *testing.T) {
+	tests := []struct {
+		name  string
+		items []degrade.Unavailable
+		want  string
+	}{
+		{
+			"nothing unavailable", nil,
+			"Sorry, I couldn't complete your request within the steps and time allowed for one answer. Please try again, perhaps with a simpler request.",
+		},
+		{
+			"one", []degrade.Unavailable{{"enrichment-api", 30 * time.Second}},
+			"Sorry, I couldn't complete your request within the steps and time allowed for one answer: enrichment-api was temporarily unavailable. Please try again in about 30 seconds.",
+		},
+		{
+			"two", []degrade.Unavailable{{"weather", time.Minute}, {"search", time.Second}},
+			"Sorry, I couldn't complete your request within the steps and time allowed for one answer: search and weather were temporarily unavailable. Please try again in about 1 minute.",
+		},
+		{
+			"no usable name", []degrade.Unavailable{{"\u200b", 0}},
+			"Sorry, I couldn't complete your request within the steps and time allowed for one answer: a service it depends on was temporarily unavailable. Please try again in about 1 second.",
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := degrade.TurnBudgetMessage(tt.items); got != tt.want {
+				t.Errorf("TurnBudgetMessage =\n%q\nwant\n%q", got, tt.want)
+			}
+		})
+	}
+	var many []degrade.Unavailable
+	for i := range 40 {
+		many = append(many, degrade.Unavailable{Dependency: fmt.Sprintf("%02d-%s", i, strings.Repeat("x", 100)), RetryAfter: time.Minute})
+	}
+	if got := degrade.TurnBudgetMessage(many); len(got) > degrade.MaxMessageBytes || !strings.Contains(got, " other services were temporarily unavailable.") {
+		t.Errorf("TurnBudgetMessage(40 long names) = %d bytes: %q", len(got), got)
+	}
+}
+
+func ExampleTurnBudgetMessage() {
+	fmt.Println(degrade.TurnBudgetMessage([]degrade.Unavailable{{Dependency: "enrichment-api", RetryAfter: 25 * time.Second}}))
+	// Output: Sorry, I couldn't complete your request within the steps and time allowed for one answer: enrichment-api was temporarily unavailable. Please try again in about 25 seconds.
+}

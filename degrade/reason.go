@@ -1,7 +1,7 @@
 package degrade
 
 // numReasons is the size of the closed Reason set.
-const numReasons = 9
+const numReasons = 10
 
 // allReasons lists the closed Reason set in declaration order. Its order
 // defines the index used by the package's boxed tables.
@@ -15,6 +15,7 @@ var allReasons = [numReasons]Reason{
 	ReasonConnectFailed,
 	ReasonMalformedResponse,
 	ReasonBudgetExhausted,
+	ReasonSaturated,
 }
 
 // boxedReasons holds each reason's string already converted to an interface
@@ -30,6 +31,7 @@ var boxedReasons = [numReasons]any{
 	string(ReasonConnectFailed),
 	string(ReasonMalformedResponse),
 	string(ReasonBudgetExhausted),
+	string(ReasonSaturated),
 }
 
 // reasonIndex returns r's index in allReasons, and false if r is not in the
@@ -54,6 +56,8 @@ func reasonIndex(r Reason) (int, bool) {
 		return 7, true
 	case ReasonBudgetExhausted:
 		return 8, true
+	case ReasonSaturated:
+		return 9, true
 	}
 	return 0, false
 }
@@ -78,7 +82,8 @@ type reasonFamily uint8
 
 const (
 	// familyOpen: the breaker itself is withholding calls (open, isolated
-	// by an operator, or half-open with its probe slots taken).
+	// by an operator, half-open with its probe slots taken, or the
+	// dependency's bulkhead full).
 	familyOpen reasonFamily = iota
 	// familyFailure: the dependency has been failing in a specific way.
 	familyFailure
@@ -89,7 +94,7 @@ const (
 // family returns the guidance family of the reason at index i.
 func family(i int) reasonFamily {
 	switch allReasons[i] {
-	case ReasonCircuitOpen, ReasonHalfOpenBusy, ReasonIsolated:
+	case ReasonCircuitOpen, ReasonHalfOpenBusy, ReasonIsolated, ReasonSaturated:
 		return familyOpen
 	case ReasonBudgetExhausted:
 		return familyBudget

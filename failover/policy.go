@@ -30,6 +30,8 @@ import (
 //     Raise it to 24h to hold an endpoint whose daily quota is exhausted
 //     until the quota resets rather than probing it hourly.
 //   - SlowCall off: model latency varies too much with output length.
+//   - DisableSlowInFlight: likewise, a long generation is not a hang; model
+//     calls are bounded by the endpoint's Timeout instead.
 //
 // Register it for each endpoint key: registry.WithPolicy(key, DefaultPolicy()),
 // or PolicyOptions. Zero fields of a Policy mean the registry's defaults, so
@@ -46,6 +48,7 @@ func DefaultPolicy() registry.Policy {
 		HalfOpenProbes:      1,
 		ProbeLease:          5 * time.Minute,
 		MaxRetryHint:        time.Hour,
+		DisableSlowInFlight: true,
 	}
 }
 

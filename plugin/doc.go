@@ -24,8 +24,8 @@
 //
 // # What it wires
 //
-// BeforeTool, OnToolError, AfterTool, BeforeModel and AfterRun of a
-// callbacks.Handler. The same callbacks can be set on an llmagent.Config
+// BeforeTool, OnToolError, AfterTool, BeforeModel, BeforeRun and AfterRun of
+// a callbacks.Handler. The same callbacks can be set on an llmagent.Config
 // directly (see package callbacks), for one agent only.
 //
 // # What it logs

@@ -103,16 +103,22 @@ func newEnv(t *testing.T, step scripted.Step, opts ...breaker.Option) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a, err := llmagent.New(llmagent.Config{Name: "billing_agent", Model: e.llm, Tools: []tool.Tool{getInvoice, listInvoices}})
+	e.useTools(p, getInvoice, listInvoices)
+	return e
+}
+
+// useTools (re)builds the agent with tools and its runner with plugin p.
+func (e *env) useTools(p *adkplugin.Plugin, tools ...tool.Tool) {
+	e.t.Helper()
+	a, err := llmagent.New(llmagent.Config{Name: "billing_agent", Model: e.llm, Tools: tools})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
 	e.r, err = runner.New(runner.Config{AppName: "e2e", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
 		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
 	if err != nil {
-		t.Fatal(err)
+		e.t.Fatal(err)
 	}
-	return e
 }
 
 // turn runs one user turn and returns its events (and the first error).
@@ -319,16 +325,7 @@ func TestValidationErrorsAndCancellationNeverTrip(t *testing.T) {
 // TestParallelCallsAreEachCounted: 8 calls in one model response.
 func TestParallelCallsAreEachCounted(t *testing.T) {
 	const n = 8
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text(fmt.Sprintf("%d results", len(rs)))
-		}
-		calls := make([]scripted.Call, n)
-		for i := range calls {
-			calls[i] = scripted.Call{Name: "get_invoice", Args: map[string]any{"id": fmt.Sprint(i)}}
-		}
-		return scripted.CallTools(calls...)
-	}
+	step := fanOut(n, invoice)
 	// Failing backend, high threshold: all 8 failures are counted.
 	e := newEnv(t, step, breaker.WithPolicy("billing-api", registry.Policy{ConsecutiveFailures: 100, DisableFailureRate: true}))
 	e.backend.SetMode(fakebackend.Down)
@@ -399,16 +396,7 @@ func TestRecoveryClosesWithOneProbe(t *testing.T) {
 // fast probe could close the breaker before they arrive, and they would be
 // admitted legitimately).
 func TestHalfOpenAdmitsOneProbeAmongParallelCalls(t *testing.T) {
-	step := func(req *model.LLMRequest) *model.LLMResponse {
-		if rs := scripted.LastResponses(req); rs != nil {
-			return scripted.Text("ok")
-		}
-		calls := make([]scripted.Call, 8)
-		for i := range calls {
-			calls[i] = scripted.Call{Name: "get_invoice", Args: map[string]any{"id": fmt.Sprint(i)}}
-		}
-		return scripted.CallTools(calls...)
-	}
+	step := fanOut(8, invoice)
 	gate := make(chan struct{})
 	obs := &gateObserver{after: 7, gate: gate}
 	e := newEnv(t, step, breaker.WithTurnLimit(100), breaker.WithObserver(obs))
@@ -741,24 +729,9 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 	llm := scripted.New("s", func(*model.LLMRequest) *model.LLMResponse {
 		return scripted.CallTools(scripted.Call{Name: "dead"})
 	})
-	inner, _ := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: []tool.Tool{dead}})
-	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
-	if err != nil {
+	evs, err := runLoop(t, p, llm, dead)
+	if err != nil && !errors.Is(err, callbacks.ErrTurnEnded) {
 		t.Fatal(err)
-	}
-	r, _ := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
-	var evs []*session.Event
-	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
-		if err != nil && !errors.Is(err, callbacks.ErrTurnEnded) {
-			t.Fatal(err)
-		}
-		if ev != nil {
-			evs = append(evs, ev)
-		}
-		if len(evs) > 100 {
-			t.Fatal("the loop agent is spinning")
-		}
 	}
 	if llm.Calls() != 2 {
 		t.Fatalf("LLM calls = %d, want H=2", llm.Calls())
@@ -769,6 +742,38 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
 		t.Fatalf("state left: %d %d", tk, inv)
 	}
+}
+
+// runLoop runs one turn of a LoopAgent (no iteration cap) around a worker
+// agent with the given model and tools, with plugin p, and returns its
+// events up to the first error, which it returns too: what a consumer that
+// stops on errors sees. A loop that yields more than 100 events fails t.
+func runLoop(t *testing.T, p *adkplugin.Plugin, llm model.LLM, tools ...tool.Tool) ([]*session.Event, error) {
+	t.Helper()
+	inner, err := llmagent.New(llmagent.Config{Name: "worker", Model: llm, Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*session.Event
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			return evs, err
+		}
+		evs = append(evs, ev)
+		if len(evs) > 100 {
+			t.Fatal("the loop agent is spinning")
+		}
+	}
+	return evs, nil
 }
 
 // TestDuplicateIDInHalfOpenCannotCloseForTheProbe: two calls with the same ID

@@ -73,3 +73,39 @@ func ExampleNew() {
 	// Output:
 	// billing-api is unavailable (isolated); no retry time until an operator resets it
 }
+
+// loopModel is a stand-in for a model that never stops calling get_invoice.
+type loopModel struct{}
+
+func (loopModel) Name() string { return "loop" }
+func (loopModel) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel,
+			Parts: []*genai.Part{genai.NewPartFromFunctionCall("get_invoice", map[string]any{})}}}, nil)
+	}
+}
+
+func ExampleWithTurnBudget() {
+	// At most 3 model calls and 2 minutes per invocation.
+	p := breaker.MustNew(breaker.WithTurnBudget(3, 2*time.Minute))
+	calls := 0
+	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
+		func(tool.Context, struct{}) (map[string]any, error) {
+			calls++
+			return map[string]any{"status": "paid"}, nil
+		})
+	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: loopModel{}, Tools: []tool.Tool{getInvoice}})
+	r, _ := runner.New(runner.Config{
+		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}},
+	})
+	for ev, err := range r.Run(context.Background(), "user", "s1", genai.NewContentFromText("invoice?", genai.RoleUser), agent.RunConfig{}) {
+		if err == nil && ev.Content != nil && ev.Content.Parts[0].Text != "" {
+			fmt.Println(ev.Content.Parts[0].Text)
+		}
+	}
+	fmt.Println("tool calls:", calls)
+	// Output:
+	// Sorry, I couldn't complete your request within the steps and time allowed for one answer. Please try again, perhaps with a simpler request.
+	// tool calls: 3
+}

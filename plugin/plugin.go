@@ -71,6 +71,14 @@ func WithClock(c registry.Clock) Option {
 	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithClock(c)) })
 }
 
+// WithHealthCheck registers a cheap health check of dependency dep (a
+// ping, a status endpoint): half-open probes run it instead of a user's
+// call, which is refused with half_open_busy until the check's timeout
+// (registry option; see registry.HealthCheck).
+func WithHealthCheck(dep registry.Key, check registry.HealthCheck) Option {
+	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithHealthCheck(dep, check)) })
+}
+
 // WithMaxBreakers caps the number of breakers.
 func WithMaxBreakers(n int) Option {
 	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithMaxBreakers(n)) })
@@ -110,6 +118,16 @@ func WithShortCircuitLimit(k int) Option {
 // ends with a final answer naming what is unavailable. Default 5.
 func WithTurnLimit(h int) Option {
 	return optionFunc(func(s *settings) { s.cb.TurnLimit = h })
+}
+
+// WithTurnBudget bounds every invocation: after maxModelCalls model calls,
+// or once maxDuration has passed since the run started (measured with the
+// registry's clock), BeforeModel answers the next model call itself with a
+// final answer saying what was unavailable, and the tool call that spent the
+// budget escalates so that a LoopAgent stops. 0 means no limit (the
+// default for both); ADK Go itself has no such cap.
+func WithTurnBudget(maxModelCalls int, maxDuration time.Duration) Option {
+	return optionFunc(func(s *settings) { s.cb.MaxModelCalls, s.cb.MaxTurnDuration = maxModelCalls, maxDuration })
 }
 
 // WithRemoveUnavailable removes unavailable tools from the model request
@@ -199,6 +217,12 @@ func (s *settings) applyFile(f *config.File) {
 	if d.TurnLimit != 0 {
 		s.cb.TurnLimit = d.TurnLimit
 	}
+	if d.MaxModelCalls != 0 {
+		s.cb.MaxModelCalls = d.MaxModelCalls
+	}
+	if d.MaxTurnDuration != 0 {
+		s.cb.MaxTurnDuration = time.Duration(d.MaxTurnDuration)
+	}
 	if d.RemoveUnavailable {
 		s.cb.RemoveUnavailable = true
 	}
@@ -246,7 +270,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 	switch {
 	case reg != nil:
 		if len(s.regOpts) > s.fileRegOpts {
-			errs = append(errs, errors.New("registry options (WithPolicy, WithDefaultPolicy, WithClock, WithMaxBreakers) cannot be combined with WithRegistry; configure the shared registry instead"))
+			errs = append(errs, errors.New("registry options (WithPolicy, WithDefaultPolicy, WithClock, WithMaxBreakers, WithHealthCheck) cannot be combined with WithRegistry; configure the shared registry instead"))
 		}
 		// A configuration file's policies must already be the shared
 		// registry's (build it with File.RegistryOptions()): never ignore
@@ -343,6 +367,7 @@ func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
 		AfterToolCallback:   h.AfterTool,
 		OnToolErrorCallback: h.OnToolError,
 		BeforeModelCallback: h.BeforeModel,
+		BeforeRunCallback:   h.BeforeRun,
 		AfterRunCallback:    h.AfterRun,
 	})
 }

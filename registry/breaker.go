@@ -80,23 +80,34 @@ type Breaker struct {
 
 	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
 	// holding mu never calls into gobreaker.
-	mu         sync.Mutex
-	cbGen      uint64        // Guarded by mu: identifies the live gobreaker.
-	isolated   bool          // Guarded by mu.
-	openUntil  time.Time     // Guarded by mu: end of the open hold.
-	openLen    time.Duration // Guarded by mu: length of the open hold as set (bounds the wait when the clock steps back).
-	hintUntil  time.Time     // Guarded by mu: floor from retry hints.
-	reopens    int           // Guarded by mu: re-trips since the last close.
-	probes     []*ticketRec  // Guarded by mu: outstanding half-open probes.
-	nextCause  Cause         // Guarded by mu: cause for the next callback transition.
-	openCause  Cause         // Guarded by mu: what opened the breaker last (0 while closed).
-	tripExact  bool          // Guarded by mu: Trip in progress: hold = the hint only.
-	lastChange time.Time     // Guarded by mu.
-	trips      uint64        // Guarded by mu: times opened.
+	mu        sync.Mutex
+	cbGen     uint64        // Guarded by mu: identifies the live gobreaker.
+	isolated  bool          // Guarded by mu.
+	openUntil time.Time     // Guarded by mu: end of the open hold.
+	openLen   time.Duration // Guarded by mu: length of the open hold as set (bounds the wait when the clock steps back).
+	hintUntil time.Time     // Guarded by mu: floor from retry hints.
+	reopens   int           // Guarded by mu: re-trips since the last close.
+	probes    []*ticketRec  // Guarded by mu: outstanding half-open probes.
+	nextCause Cause         // Guarded by mu: cause for the next callback transition.
+	openCause Cause         // Guarded by mu: what opened the breaker last (0 while closed).
+	// gen counts Resets; reports carry the gen they were admitted under, so a
+	// retry hint from before a Reset never applies to the fresh breaker.
+	gen        atomic.Uint64
+	tripExact  bool      // Guarded by mu: Trip in progress: hold = the hint only.
+	lastChange time.Time // Guarded by mu.
+	trips      uint64    // Guarded by mu: times opened.
+
+	// ct is outage containment (bulkhead, in-flight slowness, count
+	// window); nil when the policy uses none (contain.go).
+	ct *contain
+	// hc is the dependency's health check, used as the half-open probe; nil
+	// when it has none (healthcheck.go).
+	hc              HealthCheck
+	hcRuns, hcFails atomic.Uint64
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
-	b := &Breaker{key: key, reg: r, pol: pol}
+	b := &Breaker{key: key, reg: r, pol: pol, ct: newContain(&pol), hc: r.health[key]}
 	b.lastChange = r.clock.Now()
 	b.cb.Store(b.newGobreakerLocked())
 	return b
@@ -115,10 +126,8 @@ func (b *Breaker) newGobreakerLocked() *gb {
 		BucketPeriod: pol.Window / windowBuckets,
 		// The hold is ours: gobreaker may go half-open at once, and Breaker
 		// admits a probe only when its own hold has expired.
-		Timeout: time.Nanosecond,
-		ReadyToTrip: func(c gobreaker.Counts) bool {
-			return b.forceTrip.Load() || pol.readyToTrip(c.ConsecutiveFailures, c.TotalSuccesses, c.TotalFailures)
-		},
+		Timeout:      time.Nanosecond,
+		ReadyToTrip:  b.shouldTrip,
 		IsSuccessful: func(err error) bool { return err == nil },
 		IsExcluded:   func(err error) bool { return err == errExcluded },
 		OnStateChange: func(_ string, from, to gobreaker.State) {
@@ -138,6 +147,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		return // a superseded gobreaker, or the operator owns the state
 	}
 	prev := State(b.state.Load())
+	b.ct.resetWindow()
 	switch to {
 	case gobreaker.StateOpen:
 		cause := CauseTrip
@@ -201,8 +211,8 @@ func (b *Breaker) Policy() Policy { return b.pol }
 // allocate.
 func (b *Breaker) Admit() (Ticket, Decision) {
 	if State(b.state.Load()) == StateClosed {
-		if done, cb, ok := b.allowClosed(); ok {
-			return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+		if done, tr, start, _, ok := b.admitClosed(false); ok {
+			return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
 		}
 	}
 	return b.admitSlow()
@@ -211,17 +221,16 @@ func (b *Breaker) Admit() (Ticket, Decision) {
 // allowClosed admits a call through gobreaker while the breaker is closed.
 // A call that raced with a trip (gobreaker may have admitted it as an early
 // probe) is released without deciding, and ok is false.
-func (b *Breaker) allowClosed() (done func(error), cb *gb, ok bool) {
-	cb = b.cb.Load()
-	done, err := cb.Allow()
+func (b *Breaker) allowClosed() (done func(error), ok bool) {
+	done, err := b.cb.Load().Allow()
 	if err != nil {
-		return nil, nil, false
+		return nil, false
 	}
 	if State(b.state.Load()) != StateClosed {
 		done(errExcluded)
-		return nil, nil, false
+		return nil, false
 	}
-	return done, cb, true
+	return done, true
 }
 
 // Allow is Admit with the refusal as an error (*OpenError, matching ErrOpen).
@@ -249,8 +258,12 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				// Pathological churn; refuse rather than spin.
 				return b.refuse(now, StateClosed, RefusedOpen, time.Second, 0)
 			}
-			if done, cb, ok := b.allowClosed(); ok {
-				return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			done, tr, start, saturated, ok := b.admitClosed(true)
+			if ok {
+				return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
+			}
+			if saturated {
+				return b.refuse(now, StateClosed, RefusedSaturated, SaturatedRetryAfter, 0)
 			}
 			continue
 		case StateOpen:
@@ -273,6 +286,9 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				continue
 			}
 		}
+		if b.hc != nil {
+			return b.healthProbe(now)
+		}
 		return b.probe(now)
 	}
 }
@@ -289,7 +305,7 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 		case StateClosed:
 			b.mu.Unlock()
 			// Closed meanwhile: an ordinary call.
-			return b.ticket(done, cb, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
+			return b.ticket(done, false, time.Time{}), Decision{Allowed: true, State: StateClosed}
 		default:
 			// Re-opened (a probe failed) or isolated since the hold
 			// expired. gobreaker's 1ns timeout has already let us into its
@@ -303,8 +319,8 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 			done(errExcluded)
 			return b.refuse(now, StateOpen, why, max(wait, 0), cause)
 		}
-		lease := now.Add(b.pol.ProbeLease)
-		t := b.ticket(done, cb, true, lease)
+		lease := now.Add(b.probeTimeout())
+		t := b.ticket(done, true, lease)
 		b.probes = append(b.probes, t.r)
 		b.mu.Unlock()
 		return t, Decision{Allowed: true, State: StateHalfOpen}
@@ -404,14 +420,13 @@ func (b *Breaker) failProbe(done func(error), cause Cause) {
 }
 
 // applyHint applies a server retry hint reported with an outcome of a call
-// admitted by gobreaker cb. A hint from a call admitted before a Reset (cb is
-// no longer the live gobreaker) is dropped: the fresh breaker owes it
-// nothing. By default a failure with a hint opens the breaker at once for
+// admitted under Reset generation gen. A hint from a call admitted before a
+// Reset is dropped: the fresh breaker owes it nothing. By default a failure with a hint opens the breaker at once for
 // the hint (Trip with CauseRetryHint), for tools and model endpoints alike;
 // with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
 // floor for the hold (ObserveRetryAfter). It reports whether it tripped.
-func (b *Breaker) applyHint(o Outcome, hint time.Duration, cb *gb) bool {
-	if hint <= 0 || (cb != nil && b.cb.Load() != cb) {
+func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
+	if hint <= 0 || b.gen.Load() != gen {
 		return false
 	}
 	if o == Failure && !b.pol.NoTripOnRetryHint {
@@ -475,6 +490,8 @@ func (b *Breaker) Reset() {
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())
+	b.gen.Add(1) // after the swap: a call admitted by the old gobreaker carries an older gen
+	b.ct.resetWindow()
 	b.state.Store(int32(StateClosed))
 	b.lastChange = now
 	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseReset, At: now})
@@ -497,9 +514,10 @@ func (b *Breaker) RetryAfter() time.Duration {
 }
 
 func (b *Breaker) stateAndWait() (State, time.Duration) {
-	if State(b.state.Load()) == StateClosed {
+	if State(b.state.Load()) == StateClosed && !b.checkSlow() {
 		// Closed: nothing to wait for and no lease to expire. (Isolate stores
-		// StateOpen, so an isolated breaker never takes this path.)
+		// StateOpen, so an isolated breaker never takes this path.) Calls
+		// outstanding past the slowness threshold may trip it first.
 		return StateClosed, 0
 	}
 	// gobreaker hands out HalfOpenProbes slots per half-open episode: a slot

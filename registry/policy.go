@@ -48,7 +48,7 @@ type Policy struct {
 	// probe), up to MaxOpenFor; a successful close resets it. If 0, 2. 1 keeps
 	// the hold constant.
 	OpenBackoff float64 `json:"open_backoff,omitempty" yaml:"open_backoff,omitempty"`
-	// MaxOpenFor caps the grown hold. If 0, 5m (or OpenFor, if larger). Must
+	// MaxOpenFor caps the grown hold. If 0, 1m (or OpenFor, if larger). Must
 	// not be below OpenFor, or below its 30s default when OpenFor is 0.
 	MaxOpenFor time.Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
 	// OpenJitter adds a uniformly random extra of up to this fraction of the
@@ -80,13 +80,56 @@ type Policy struct {
 	// at MaxRetryHint), for tools and model endpoints alike.
 	NoTripOnRetryHint bool `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
 
-	// CallTimeout, if positive, bounds one call of a guarded function tool:
-	// the context the tool runs with carries this deadline, and a call that
-	// ends after it counts as a failure of the dependency (the caller's own
-	// cancellation stays excluded). If 0, no deadline of ours. Model endpoints
-	// and MCP servers have their own timeouts (failover.Endpoint.Timeout,
-	// mcpguard policies). Must not exceed ProbeLease.
+	// CallTimeout is the dependency's per-call deadline. A guarded function
+	// tool (callbacks.GuardedTool) runs with a context carrying it, and a
+	// call that ends after it counts as a failure of the dependency (the
+	// caller's own cancellation stays excluded); model endpoints and MCP
+	// servers have their own timeouts (failover.Endpoint.Timeout, mcpguard
+	// policies). The breaker also uses it to bound a half-open probe (a probe
+	// that has not answered by then has failed, and retry_after while a probe
+	// is out never exceeds it). If 0, none. Window and ProbeLease must exceed
+	// it.
 	CallTimeout time.Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
+
+	// DisableConsecutiveFailures turns the consecutive-failure trip off; only
+	// the failure rate (and in-flight slowness) trip. It cannot be combined
+	// with DisableFailureRate.
+	DisableConsecutiveFailures bool `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
+	// CountWindow, if positive, computes the failure rate over the outcomes of
+	// the last CountWindow calls instead of the time Window. The rate trips
+	// once at least MinCalls outcomes are held (MinCalls defaults to
+	// min(20, CountWindow) then). At most 10000.
+	CountWindow int `json:"count_window,omitempty" yaml:"count_window,omitempty"`
+
+	// SlowInFlight is the in-flight slowness threshold: a call still
+	// outstanding this long after it was admitted is judged slow before it
+	// returns, and SlowInFlightCalls such calls open the breaker (cause
+	// slow_calls). Their outcomes, when they finally arrive, are excluded:
+	// they were counted once, when judged. If 0, the threshold is derived:
+	// SlowInFlightFactor × the observed latency of healthy calls, at least
+	// MinSlowInFlight, armed after a few calls were measured. The threshold
+	// also bounds a half-open probe.
+	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
+	// SlowInFlightFactor multiplies the observed healthy latency into the
+	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.
+	SlowInFlightFactor float64 `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
+	// SlowInFlightCalls is how many outstanding slow calls open the breaker.
+	// If 0, 3.
+	SlowInFlightCalls int `json:"slow_in_flight_calls,omitempty" yaml:"slow_in_flight_calls,omitempty"`
+	// DisableSlowInFlight turns in-flight slowness off; it wins over
+	// SlowInFlight and SlowInFlightFactor (which a dependency may inherit).
+	DisableSlowInFlight bool `json:"disable_slow_in_flight,omitempty" yaml:"disable_slow_in_flight,omitempty"`
+
+	// MaxConcurrent is the dependency's bulkhead: at most this many calls in
+	// flight at once (half-open probes are exempt). A call over the cap is
+	// refused with reason saturated and never counts as a failure. If 0, no
+	// cap.
+	MaxConcurrent int `json:"max_concurrent,omitempty" yaml:"max_concurrent,omitempty"`
+	// QueueWait is how long a call over the bulkhead's cap may wait for a
+	// slot before it is refused. If 0, it is refused at once. At most 1m;
+	// requires MaxConcurrent. The wait blocks the admitting goroutine (ADK's
+	// BeforeTool) and does not observe the call's context: keep it short.
+	QueueWait time.Duration `json:"queue_wait,omitempty" yaml:"queue_wait,omitempty"`
 }
 
 // Default values of a zero Policy.
@@ -97,11 +140,24 @@ const (
 	DefaultWindow              = 60 * time.Second
 	DefaultOpenFor             = 30 * time.Second
 	DefaultOpenBackoff         = 2.0
-	DefaultMaxOpenFor          = 5 * time.Minute
+	DefaultMaxOpenFor          = time.Minute
 	DefaultOpenJitter          = 0.1
 	DefaultHalfOpenProbes      = 1
 	DefaultProbeLease          = 60 * time.Second
 	DefaultMaxRetryHint        = time.Hour
+	DefaultSlowInFlightFactor  = 10.0
+	DefaultSlowInFlightCalls   = 3
+)
+
+// MinSlowInFlight is the lowest derived in-flight slowness threshold: a
+// dependency answering in 5ms is not judged slow at 50ms.
+const MinSlowInFlight = time.Second
+
+// Bounds of the containment knobs.
+const (
+	maxCountWindow   = 10000
+	maxConcurrentCap = 1 << 20
+	maxQueueWait     = time.Minute
 )
 
 // windowBuckets is how many buckets the rolling window is split into.
@@ -122,6 +178,9 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MinCalls == 0 {
 		p.MinCalls = DefaultMinCalls
+		if p.CountWindow > 0 {
+			p.MinCalls = min(DefaultMinCalls, p.CountWindow)
+		}
 	}
 	if p.Window == 0 {
 		p.Window = DefaultWindow
@@ -149,6 +208,14 @@ func (p Policy) WithDefaults() Policy {
 	}
 	if p.MaxRetryHint == 0 {
 		p.MaxRetryHint = DefaultMaxRetryHint
+	}
+	if p.DisableSlowInFlight {
+		p.SlowInFlight, p.SlowInFlightFactor = 0, 0
+	} else if p.SlowInFlightFactor == 0 {
+		p.SlowInFlightFactor = DefaultSlowInFlightFactor
+	}
+	if p.SlowInFlightCalls == 0 {
+		p.SlowInFlightCalls = DefaultSlowInFlightCalls
 	}
 	return p
 }
@@ -209,18 +276,56 @@ func (p Policy) Validate() error {
 	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
 		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
 	}
-	if p.CallTimeout < 0 {
-		bad("call_timeout", "must be ≥ 0, got %s", p.CallTimeout)
-	}
 	if p.Window >= 0 && p.SlowCall >= 0 && p.CallTimeout >= 0 {
 		errs = append(errs, layerErrs(r)...) // layers.go: the layered-timeout rule
 	}
+	errs = append(errs, p.validateContain()...)
 	return errors.Join(errs...)
+}
+
+// validateContain checks the containment knobs (call timeout, count window,
+// gates, in-flight slowness, bulkhead).
+func (p Policy) validateContain() []error {
+	var errs []error
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%s: "+format, append([]any{field}, args...)...))
+	}
+	if p.CallTimeout < 0 {
+		bad("call_timeout", "must be ≥ 0, got %s", p.CallTimeout)
+	}
+	if p.DisableConsecutiveFailures && p.DisableFailureRate {
+		bad("disable_consecutive_failures", "cannot be combined with disable_failure_rate: no failure would ever open the breaker")
+	}
+	if p.CountWindow < 0 || p.CountWindow > maxCountWindow {
+		bad("count_window", "must be in [0, %d], got %d", maxCountWindow, p.CountWindow)
+	} else if p.CountWindow > 0 && p.MinCalls > p.CountWindow {
+		bad("min_calls", "must be ≤ count_window (%d), got %d", p.CountWindow, p.MinCalls)
+	}
+	if p.SlowInFlight < 0 {
+		bad("slow_in_flight", "must be ≥ 0, got %s", p.SlowInFlight)
+	} else if p.SlowInFlight > 0 && p.CallTimeout > 0 && p.SlowInFlight >= p.CallTimeout {
+		bad("slow_in_flight", "must be below call_timeout (%s), got %s: calls end at their timeout first", p.CallTimeout, p.SlowInFlight)
+	}
+	if p.SlowInFlightFactor != 0 && (p.SlowInFlightFactor < 1 || p.SlowInFlightFactor > 1000 || p.SlowInFlightFactor != p.SlowInFlightFactor) {
+		bad("slow_in_flight_factor", "must be in [1, 1000], got %v", p.SlowInFlightFactor)
+	}
+	if p.SlowInFlightCalls < 0 || p.SlowInFlightCalls > maxConcurrentCap {
+		bad("slow_in_flight_calls", "must be in [0, %d], got %d", maxConcurrentCap, p.SlowInFlightCalls)
+	}
+	if p.MaxConcurrent < 0 || p.MaxConcurrent > maxConcurrentCap {
+		bad("max_concurrent", "must be in [0, %d], got %d", maxConcurrentCap, p.MaxConcurrent)
+	}
+	if p.QueueWait < 0 || p.QueueWait > maxQueueWait {
+		bad("queue_wait", "must be in [0, %s], got %s", maxQueueWait, p.QueueWait)
+	} else if p.QueueWait > 0 && p.MaxConcurrent == 0 {
+		bad("queue_wait", "requires max_concurrent")
+	}
+	return errs
 }
 
 // readyToTrip reports whether counts in the closed state should open.
 func (p *Policy) readyToTrip(consecutive, successes, failures uint32) bool {
-	if int(consecutive) >= p.ConsecutiveFailures {
+	if !p.DisableConsecutiveFailures && int(consecutive) >= p.ConsecutiveFailures {
 		return true
 	}
 	if p.DisableFailureRate {

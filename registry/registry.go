@@ -32,6 +32,7 @@ type Registry struct {
 	rand     func() float64
 	def      Policy
 	policies map[Key]Policy // resolved; immutable after New
+	health   map[Key]HealthCheck
 	max      int
 
 	mu       sync.Mutex                       // serialises creation
@@ -61,6 +62,7 @@ type config struct {
 	policies map[Key]Policy
 	max      int
 	queue    int
+	health   map[Key]HealthCheck
 	errs     []error
 }
 
@@ -163,7 +165,7 @@ func New(opts ...Option) (*Registry, error) {
 	}
 	r := &Registry{
 		clock: cfg.clock, rand: cfg.rand, def: cfg.def.WithDefaults(),
-		policies: resolved, max: cfg.max,
+		policies: resolved, max: cfg.max, health: cfg.health,
 	}
 	r.n.limit = cfg.queue
 	m := map[Key]*Breaker{}

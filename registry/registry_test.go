@@ -315,8 +315,9 @@ func TestDefaults(t *testing.T) {
 	got := registry.Policy{}.WithDefaults()
 	want := registry.Policy{
 		ConsecutiveFailures: 5, FailureRate: 0.5, MinCalls: 20, Window: 60 * time.Second,
-		OpenFor: 30 * time.Second, OpenBackoff: 2, MaxOpenFor: 5 * time.Minute, OpenJitter: 0.1,
+		OpenFor: 30 * time.Second, OpenBackoff: 2, MaxOpenFor: time.Minute, OpenJitter: 0.1,
 		HalfOpenProbes: 1, ProbeLease: 60 * time.Second, MaxRetryHint: time.Hour,
+		SlowInFlightFactor: 10, SlowInFlightCalls: 3,
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("zero policy defaults (-want +got):\n%s", diff)
@@ -375,16 +376,16 @@ func TestStrings(t *testing.T) {
 		closed.String(), halfOpen.String(), open.String(), registry.State(9).String(),
 		success.String(), failure.String(), excluded.String(), registry.Outcome(9).String(),
 		registry.NotRefused.String(), registry.RefusedOpen.String(), registry.RefusedProbeBusy.String(),
-		registry.RefusedIsolated.String(), registry.Refusal(9).String(),
+		registry.RefusedIsolated.String(), registry.RefusedSaturated.String(), registry.Refusal(9).String(),
 	}
-	for c := registry.CauseTrip; c <= registry.CauseQuotaExhausted+1; c++ {
+	for c := registry.CauseTrip; c <= registry.CauseSlowCalls+1; c++ {
 		got = append(got, c.String())
 	}
 	want := []string{
 		"closed", "half_open", "open", "state(9)",
 		"success", "failure", "excluded", "outcome(?)",
-		"admitted", "circuit_open", "half_open_busy", "isolated", "refusal(9)",
-		"trip", "hold_expired", "probe_succeeded", "probe_failed", "lease_expired", "isolated", "reset", "retry_hint", "quota_exhausted", "cause(10)",
+		"admitted", "circuit_open", "half_open_busy", "isolated", "saturated", "refusal(9)",
+		"trip", "hold_expired", "probe_succeeded", "probe_failed", "lease_expired", "isolated", "reset", "retry_hint", "quota_exhausted", "slow_calls", "cause(11)",
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("strings (-want +got):\n%s", diff)

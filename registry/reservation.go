@@ -15,9 +15,10 @@ import "time"
 type Reservation struct {
 	b     *Breaker
 	done  func(error)
-	cb    *gb // the gobreaker that admitted the call (its generation)
+	gen   uint64 // the breaker's Reset generation at admission
 	start time.Time
 	probe Ticket // valid only for half-open probes
+	tr    track  // contain bookkeeping (contain.go)
 }
 
 // Reserve is Admit for exactly-once owners. The refused path is Admit's.
@@ -42,11 +43,15 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if State(b.state.Load()) != StateClosed {
 		return false
 	}
-	done, cb, ok := b.allowClosed()
+	if b.ct != nil {
+		return b.tryReserveContained(r)
+	}
+	gen := b.gen.Load() // before admission: see applyHint
+	done, ok := b.allowClosed()
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.cb, r.probe = b, done, cb, Ticket{}
+	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, 0, gen
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -73,7 +78,11 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		return
 	}
 	if hint > 0 {
-		r.b.applyHint(o, hint, r.cb) // a trip moves gobreaker on: the report below is then ignored
+		r.b.applyHint(o, hint, r.gen) // a trip moves gobreaker on: the report below is then ignored
+	}
+	if r.tr != 0 {
+		r.done(r.b.trackedOutcome(r.tr, o, r.start))
+		return
 	}
 	r.done(r.b.outcomeErr(o, r.start))
 }
@@ -86,11 +95,11 @@ func (r *Reservation) Trip(hold time.Duration, cause Cause) {
 	if r.b == nil {
 		return
 	}
-	cb := r.cb
+	gen := r.gen
 	if r.probe.Valid() {
-		cb = r.probe.r.cb
+		gen = r.probe.r.gen
 	}
-	if cb != nil && r.b.cb.Load() != cb {
+	if r.b.gen.Load() != gen {
 		return
 	}
 	r.b.Trip(hold, cause)

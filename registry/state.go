@@ -45,7 +45,15 @@ const (
 	RefusedProbeBusy
 	// RefusedIsolated: an operator isolated the dependency.
 	RefusedIsolated
+	// RefusedSaturated: the dependency's bulkhead (Policy.MaxConcurrent) is
+	// full. The breaker stays closed: saturation is not a failure.
+	RefusedSaturated
 )
+
+// SaturatedRetryAfter is the retry_after of a bulkhead refusal: a slot
+// frees when one of the calls in flight ends, which the breaker cannot
+// predict; a short wait is the honest answer.
+const SaturatedRetryAfter = time.Second
 
 // String returns a stable snake_case name.
 func (r Refusal) String() string {
@@ -58,6 +66,8 @@ func (r Refusal) String() string {
 		return "half_open_busy"
 	case RefusedIsolated:
 		return "isolated"
+	case RefusedSaturated:
+		return "saturated"
 	default:
 		return fmt.Sprintf("refusal(%d)", uint8(r))
 	}
@@ -136,6 +146,9 @@ const (
 	// CauseQuotaExhausted: Trip opened the breaker because a quota is spent
 	// (for example a per-day model quota).
 	CauseQuotaExhausted
+	// CauseSlowCalls: calls still outstanding past the in-flight slowness
+	// threshold (Policy.SlowInFlight) reached Policy.SlowInFlightCalls.
+	CauseSlowCalls
 )
 
 // String returns a stable snake_case name.
@@ -159,6 +172,8 @@ func (c Cause) String() string {
 		return "retry_hint"
 	case CauseQuotaExhausted:
 		return "quota_exhausted"
+	case CauseSlowCalls:
+		return "slow_calls"
 	default:
 		return fmt.Sprintf("cause(%d)", uint8(c))
 	}

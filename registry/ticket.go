@@ -25,24 +25,26 @@ type ticketRec struct {
 	seq   atomic.Uint64
 	b     *Breaker
 	done  func(error)
-	cb    *gb       // the gobreaker that admitted the call (its generation)
+	gen   uint64    // the breaker's Reset generation at issue (see applyHint)
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
 	// issued is the seq this use was issued under (read by lease expiry).
 	issued uint64
+	tr     track // contain bookkeeping (contain.go)
 }
 
 var ticketPool = sync.Pool{New: func() any { return new(ticketRec) }}
 
-func (b *Breaker) ticket(done func(error), cb *gb, probe bool, lease time.Time) Ticket {
+func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	var r *ticketRec
 	if probe {
 		r = new(ticketRec)
 	} else {
 		r = ticketPool.Get().(*ticketRec)
 	}
-	r.b, r.done, r.cb, r.probe, r.lease = b, done, cb, probe, lease
+	r.b, r.done, r.probe, r.lease, r.tr = b, done, probe, lease, 0
+	r.gen = b.gen.Load()
 	if b.pol.SlowCall > 0 {
 		r.start = b.reg.clock.Now()
 	} else {
@@ -54,6 +56,16 @@ func (b *Breaker) ticket(done func(error), cb *gb, probe bool, lease time.Time) 
 	r.issued = seq
 	r.seq.Store(seq)
 	return Ticket{r: r, seq: seq, probe: probe}
+}
+
+// trackedTicket is a closed-state ticket with its contain bookkeeping.
+func (b *Breaker) trackedTicket(done func(error), tr track, start time.Time) Ticket {
+	t := b.ticket(done, false, time.Time{})
+	t.r.tr = tr
+	if !start.IsZero() && t.r.start.IsZero() {
+		t.r.start = start
+	}
+	return t
 }
 
 // Valid reports whether t came from an admitted call.
@@ -78,20 +90,25 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, cb, start, probe := r.b, r.done, r.cb, r.start, r.probe
-	r.b, r.done, r.cb = nil, nil, nil
+	b, done, start, probe, tr, gen := r.b, r.done, r.start, r.probe, r.tr, r.gen
+	r.b, r.done = nil, nil
 	if !probe {
 		ticketPool.Put(r)
 	}
-	err := b.outcomeErr(o, start)
+	var err error
+	if tr != 0 {
+		err = b.trackedOutcome(tr, o, start)
+	} else {
+		err = b.outcomeErr(o, start)
+	}
 	switch {
-	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && b.cb.Load() == cb:
+	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && b.gen.Load() == gen:
 		// A failed probe with a hint re-opens for at least the hint, with
 		// the hint's cause.
 		b.ObserveRetryAfter(hint)
 		b.failProbe(done, CauseRetryHint)
 	case hint > 0:
-		b.applyHint(o, hint, cb) // a trip moves gobreaker on: done below is then ignored
+		b.applyHint(o, hint, gen) // a trip moves gobreaker on: done below is then ignored
 		done(err)
 	default:
 		done(err)

@@ -19,7 +19,11 @@ import (
 //
 // The trip counts as one failure of the current generation (which the
 // transition then clears).
-func (b *Breaker) Trip(hold time.Duration, cause Cause) {
+func (b *Breaker) Trip(hold time.Duration, cause Cause) { b.trip(hold, cause, true) }
+
+// trip opens the breaker with cause; exact makes the hold the hint alone
+// (Trip), otherwise the policy's hold applies (slowness verdicts).
+func (b *Breaker) trip(hold time.Duration, cause Cause, exact bool) {
 	if hold > 0 {
 		b.ObserveRetryAfter(hold) // the floor the transition will apply
 	}
@@ -42,7 +46,7 @@ func (b *Breaker) Trip(hold time.Duration, cause Cause) {
 			b.probes = b.probes[:0]
 		}
 		b.nextCause = cause
-		b.tripExact = true
+		b.tripExact = exact
 		b.mu.Unlock()
 
 		if st == StateHalfOpen && len(probes) > 0 {
