@@ -22,7 +22,8 @@ type op struct {
 	renewed   bool          // a lost session was re-established (once per operation)
 	granted   time.Duration // of the last leg
 	tool      string
-	tel       opTel // trace.go: the operation's span
+	inv       string // the ADK invocation ID of the caller, for failure lines
+	tel       opTel  // trace.go: the operation's span
 }
 
 func (s *server) newOp(parent context.Context, operation Boundary, tool string) *op {
@@ -33,7 +34,7 @@ func (s *server) newOp(parent context.Context, operation Boundary, tool string) 
 // already spent waiting on shared work counts against it).
 func (s *server) newOpAt(parent context.Context, operation Boundary, tool string, start time.Time) *op {
 	return &op{
-		s: s, parent: parent, operation: operation, tool: tool,
+		s: s, parent: parent, operation: operation, tool: tool, inv: invocationID(parent),
 		start: start, deadline: start.Add(s.cfg.OperationBudget),
 	}
 }

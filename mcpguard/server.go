@@ -447,8 +447,8 @@ func (s *server) logAttrs(o *op, e *Error) []any {
 	if e.Tool != "" {
 		attrs = append(attrs, "tool", e.Tool)
 	}
-	if id := invocationID(o.parent); id != "" { // runid.go
-		attrs = append(attrs, "invocation_id", id)
+	if o.inv != "" { // runid.go; read when the op began (the span replaces o.parent)
+		attrs = append(attrs, "invocation_id", o.inv)
 	}
 	if e.RetryAfter > 0 {
 		attrs = append(attrs, "retry_after", e.RetryAfter)

@@ -52,8 +52,10 @@ type Policy struct {
 	// not be below OpenFor, or below its 30s default when OpenFor is 0.
 	MaxOpenFor time.Duration `json:"max_open_for,omitempty" yaml:"max_open_for,omitempty"`
 	// OpenJitter adds a uniformly random extra of up to this fraction of the
-	// hold, so replicas that opened together do not probe together. The hold
-	// is never shortened. If 0, 0.1. See NoJitter.
+	// hold, so replicas that opened together do not probe together. Below
+	// MaxOpenFor the hold is never shortened; at the cap the jitter is taken
+	// off the cap instead, so a hold never exceeds MaxOpenFor (a retry hint
+	// still can). If 0, 0.1. See NoJitter.
 	OpenJitter float64 `json:"open_jitter,omitempty" yaml:"open_jitter,omitempty"`
 	// NoJitter disables OpenJitter (deterministic holds).
 	NoJitter bool `json:"no_jitter,omitempty" yaml:"no_jitter,omitempty"`
@@ -151,7 +153,7 @@ const (
 
 // MinSlowInFlight is the lowest derived in-flight slowness threshold: a
 // dependency answering in 5ms is not judged slow at 50ms.
-const MinSlowInFlight = time.Second
+const MinSlowInFlight = 500 * time.Millisecond
 
 // Bounds of the containment knobs.
 const (
@@ -351,15 +353,25 @@ func (p *Policy) hold(reopens int) time.Duration {
 	return max(time.Duration(d), p.OpenFor)
 }
 
-// jitter returns hold lengthened by u·OpenJitter of itself. u is clamped to
-// [0, 1], so a misbehaving random source can neither shorten the hold nor
-// stretch it past hold·(1+OpenJitter); the sum saturates instead of
-// overflowing.
+// jitter returns hold lengthened by u·OpenJitter of itself, but never past
+// MaxOpenFor: a hold that would cross the cap is shortened from the cap by
+// the same random amount instead, so replicas at the cap still spread out
+// and the cap stays a promise ("a probe at least every MaxOpenFor"). u is
+// clamped to [0, 1], so a misbehaving random source can neither shorten an
+// uncapped hold nor stretch any hold past hold·(1+OpenJitter) or the cap;
+// the arithmetic saturates instead of overflowing.
 func (p *Policy) jitter(hold time.Duration, u float64) time.Duration {
 	if !(u > 0) || p.OpenJitter <= 0 { // also NaN
 		return hold
 	}
-	total := float64(hold) + min(u, 1)*p.OpenJitter*float64(hold)
+	extra := min(u, 1) * p.OpenJitter * float64(hold)
+	total := float64(hold) + extra
+	if p.MaxOpenFor > 0 && total > float64(p.MaxOpenFor) {
+		// Below the cap by the random amount (bounded by the jitter range of
+		// the cap itself), and never below OpenFor.
+		down := min(extra, p.OpenJitter*float64(p.MaxOpenFor))
+		return max(p.MaxOpenFor-time.Duration(down), min(p.OpenFor, p.MaxOpenFor))
+	}
 	if total >= float64(math.MaxInt64) {
 		return math.MaxInt64
 	}

@@ -354,8 +354,33 @@ func TestNoJitter(t *testing.T) {
 	}
 }
 
+// TestJitterNeverPassesTheCap: at MaxOpenFor the jitter is taken off the
+// cap, so "a probe at least every MaxOpenFor" holds (incident recovery
+// depends on it) while replicas still spread out.
+func TestJitterNeverPassesTheCap(t *testing.T) {
+	for _, u := range []float64{0.001, 0.5, 0.999} {
+		clk, _, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 1, OpenFor: 30 * s, MaxOpenFor: 60 * s, OpenJitter: 0.1},
+			registry.WithRand(func() float64 { return u }))
+		trip(t, b)
+		if got := b.RetryAfter(); got < 30*s || got > 33*s {
+			t.Fatalf("u=%v: first hold %v, want 30s + up to 10%%", u, got)
+		}
+		for i := range 4 { // 60s (capped) from the first re-trip on
+			clk.Advance(b.RetryAfter())
+			tk, d := b.Admit()
+			if !d.Allowed {
+				t.Fatalf("u=%v re-trip %d: probe refused: %+v", u, i, d)
+			}
+			tk.Done(failure)
+			if got := b.RetryAfter(); got > 60*s || got < 54*s {
+				t.Fatalf("u=%v re-trip %d: hold %v, want in [54s, 60s]", u, i, got)
+			}
+		}
+	}
+}
+
 // Holds near the largest Duration saturate instead of overflowing into the
-// past: growth capped at MaxOpenFor, jitter never shortening.
+// past: growth capped at MaxOpenFor, jitter inside the cap.
 func TestHoldSaturates(t *testing.T) {
 	const huge = time.Duration(math.MaxInt64)
 	tests := []struct {
@@ -393,8 +418,8 @@ func TestHoldSaturates(t *testing.T) {
 				clk.Set(t0)
 				tk.Done(failure)
 				got := b.RetryAfter()
-				if got < prev && got != huge {
-					t.Fatalf("re-trip %d: hold shrank from %v to %v", i, prev, got)
+				if got <= 0 || got < tt.pol.OpenFor || got > tt.pol.MaxOpenFor {
+					t.Fatalf("re-trip %d: hold %v outside [open_for %v, max_open_for %v]", i, got, tt.pol.OpenFor, tt.pol.MaxOpenFor)
 				}
 				prev = got
 			}
