@@ -172,7 +172,9 @@ func RetryHint(err error) time.Duration {
 }
 
 // APIErrorRetryDelay returns the RetryInfo retryDelay of a Gemini API error,
-// or 0.
+// or 0. The delay is capped at one day (the registry then caps it at the
+// dependency's MaxRetryHint): a huge delay ("10000000000s") is a long hint,
+// never a negative or ignored one.
 func APIErrorRetryDelay(api genai.APIError) time.Duration {
 	for _, d := range api.Details {
 		t, _ := d["@type"].(string)
@@ -181,13 +183,14 @@ func APIErrorRetryDelay(api genai.APIError) time.Duration {
 		}
 		switch v := d["retryDelay"].(type) {
 		case string:
-			if dur, err := time.ParseDuration(v); err == nil && dur > 0 {
+			if dur := retryafter.Duration(v); dur > 0 {
 				return dur
 			}
 		case map[string]any: // {"seconds": 7, "nanos": 0} in some encodings
 			secs, _ := v["seconds"].(float64)
-			if secs > 0 {
-				return time.Duration(secs * float64(time.Second))
+			nanos, _ := v["nanos"].(float64)
+			if dur := retryafter.Seconds(secs + nanos/1e9); dur > 0 {
+				return dur
 			}
 		}
 	}

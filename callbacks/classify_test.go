@@ -98,6 +98,9 @@ func TestRetryHint(t *testing.T) {
 		{"retry info seconds object", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": map[string]any{"seconds": float64(12)}}}}, 12 * time.Second},
 		{"other detail", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.QuotaFailure"}}}, 0},
 		{"bad delay", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "soon"}}}, 0},
+		{"huge delay string is capped, not ignored", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": "10000000000s"}}}, 24 * time.Hour},
+		{"huge delay object is capped, not negative", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": map[string]any{"seconds": 1e10}}}}, 24 * time.Hour},
+		{"delay object with nanos", genai.APIError{Code: 429, Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": map[string]any{"seconds": float64(1), "nanos": 5e8}}}}, 1500 * time.Millisecond},
 	} {
 		if got := callbacks.RetryHint(tc.err); got != tc.want {
 			t.Errorf("%s: RetryHint = %v, want %v", tc.name, got, tc.want)

@@ -40,6 +40,22 @@
 //     declarations of tools whose dependency is open. AfterTool escalates the
 //     tool call after which the turn budget is spent, so that a LoopAgent
 //     stops; BeforeRun starts the budget's clock.
+//     BeforeModel also replaces each protected function tool of the request
+//     by a GuardedTool (Config.NoAutoGuard turns that off).
+//
+// # Only a real execution counts
+//
+// An agent's own before-tool callbacks run after the handler admitted a
+// call, and may refuse it (a permission check) or answer it (a cache); a
+// plugin registered ahead (ADK's retryandreflect) may turn tool errors into
+// results. A GuardedTool's Run marks that the tool really ran and reports
+// the tool's own outcome before any callback sees it, so: a call that never
+// ran counts neither way; a tool error shown to AfterTool as a success is
+// still a failure (and is logged once and counted through a
+// MismatchObserver); Policy.CallTimeout bounds the call. Calls no guard
+// marked count as before while the breaker is closed, and release a
+// half-open probe without deciding. Handler.Guard guards tools explicitly,
+// for agents whose callbacks do not include BeforeModel.
 //
 // # Classification
 //

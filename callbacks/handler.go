@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"reflect"
 	"slices"
+	"sync"
 	"time"
 
 	"google.golang.org/adk/agent"
@@ -54,6 +55,16 @@ const (
 	DefaultShortCircuitLimit = degrade.DefaultLimit
 	DefaultTurnLimit         = 5
 	DefaultMaxPending        = 1 << 16
+)
+
+// Upper bounds of Config's sizes: larger values are refused by New, so that
+// nothing derived from them (table capacities, shard sizes) can overflow or
+// preallocate without bound.
+const (
+	// MaxTableSize bounds MaxPending and MaxInvocations.
+	MaxTableSize = 1 << 24
+	// MaxLastGoodEntries bounds Dependency.LastGoodEntries.
+	MaxLastGoodEntries = 1 << 16
 )
 
 // Config configures a Handler. Registry is required; every other zero field
@@ -106,6 +117,13 @@ type Config struct {
 	// description of every protected tool in each model request, so the
 	// model knows the unavailable payload before it meets one.
 	ToolNote bool
+	// NoAutoGuard stops BeforeModel from replacing the request's protected
+	// function tools by GuardedTools. Without a GuardedTool the handler
+	// cannot tell a call the tool really ran from one an agent callback
+	// refused or answered: such calls count as before in the closed state,
+	// and in half-open their outcome releases the probe without deciding.
+	// Guard tools explicitly (Handler.Guard) when turning this off.
+	NoAutoGuard bool
 }
 
 // Handler holds the ADK callbacks and their shared state. Its methods have
@@ -132,7 +150,11 @@ type Handler struct {
 	toolNote  bool
 	// adm tells dependency clients sharing the registry (mcpguard) which
 	// calls this handler admitted; the registry holds it weakly.
-	adm *registry.Admission
+	adm       *registry.Admission
+	autoGuard bool
+
+	mismatchOnce  sync.Once
+	unguardedOnce sync.Once
 }
 
 // New returns a Handler. Invalid configuration returns one error listing
@@ -154,14 +176,14 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.MaxTurnDuration < 0 {
 		errs = append(errs, fmt.Errorf("max_turn_duration: must be ≥ 0, got %s", cfg.MaxTurnDuration))
 	}
-	if cfg.MaxInvocations < 0 {
-		errs = append(errs, fmt.Errorf("max_invocations: must be ≥ 0, got %d", cfg.MaxInvocations))
+	if cfg.MaxInvocations < 0 || cfg.MaxInvocations > MaxTableSize {
+		errs = append(errs, fmt.Errorf("max_invocations: must be in [0, %d], got %d", MaxTableSize, cfg.MaxInvocations))
 	}
 	if cfg.InvocationMaxAge < 0 {
 		errs = append(errs, fmt.Errorf("invocation_max_age: must be ≥ 0, got %s", cfg.InvocationMaxAge))
 	}
-	if cfg.MaxPending < 0 {
-		errs = append(errs, fmt.Errorf("max_pending: must be ≥ 0, got %d", cfg.MaxPending))
+	if cfg.MaxPending < 0 || cfg.MaxPending > MaxTableSize {
+		errs = append(errs, fmt.Errorf("max_pending: must be in [0, %d], got %d", MaxTableSize, cfg.MaxPending))
 	}
 	if cfg.Unmapped > PassThrough {
 		errs = append(errs, fmt.Errorf("unmapped: unknown value %d", cfg.Unmapped))
@@ -174,8 +196,8 @@ func New(cfg Config) (*Handler, error) {
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}
-		if d.LastGoodEntries < 0 {
-			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be ≥ 0, got %d", k, d.LastGoodEntries))
+		if d.LastGoodEntries < 0 || d.LastGoodEntries > MaxLastGoodEntries {
+			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be in [0, %d], got %d", k, MaxLastGoodEntries, d.LastGoodEntries))
 		}
 	}
 	for i, g := range cfg.ModelGuards {
@@ -190,6 +212,7 @@ func New(cfg Config) (*Handler, error) {
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
 		remove: cfg.RemoveUnavailable, log: cfg.Logger, maxCalls: cfg.MaxModelCalls, maxDur: cfg.MaxTurnDuration,
+		autoGuard: !cfg.NoAutoGuard,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -228,12 +251,16 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
-	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd) {
+	var flags callFlags
+	if g, ok := t.(*GuardedTool); ok && g.h == h {
+		flags = flagGuarded
+	}
+	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
 		return nil, nil
 	}
 	tk, d := bd.br.Reserve()
 	if d.Allowed {
-		if !h.tix.put(ctx, call, inv, tk, bd) {
+		if !h.tix.put(ctx, call, inv, tk, bd, flags) {
 			tk.Report(registry.Excluded, 0) // already pending: never track a call twice
 		}
 		return nil, nil
@@ -245,6 +272,9 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 // admitted on key's breaker and whose outcome is still to be reported.
 func (h *Handler) admitted(call any, key registry.Key) bool {
 	ctx, ok := call.(agent.ToolContext)
+	if d, isDeadline := ctx.(*deadlineToolContext); isDeadline {
+		ctx = d.ToolContext // a GuardedTool's CallTimeout context: the call's own tool context inside
+	}
 	if !ok || ctx == nil || !reflect.TypeOf(ctx).Comparable() {
 		return false // not a call this handler could have admitted (pending calls are keyed by identity)
 	}
@@ -295,39 +325,132 @@ func reasonOf(r registry.Refusal) degrade.Reason {
 	}
 }
 
-// OnToolError reports the raw error of an admitted call, classified. It
-// always returns (nil, nil) so later plugins and agent callbacks still see the
-// error.
+// OnToolError reports the raw error of an admitted call, classified. A
+// guarded call (see GuardedTool) whose tool never ran — an agent's own
+// before-tool callback refused it — is released without counting; one whose
+// tool ran was already reported by the tool's Run. It always returns
+// (nil, nil) so later plugins and agent callbacks still see the error.
 func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[string]any, err error) (map[string]any, error) {
-	tk, bd := h.tix.take(ctx, ctx.FunctionCallID())
-	if bd == nil {
+	call := ctx.FunctionCallID()
+	f, found := h.tix.sawError(ctx, call)
+	if !found {
 		return nil, nil // not admitted by us: our own short-circuit, or a tool the model invented
 	}
-	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
-	return nil, nil
-}
-
-// AfterTool reports the outcome of an admitted call that OnToolError did not
-// already report. A call without a ticket is the plugin's own short-circuit
-// (ADK runs after-tool callbacks even then) and is ignored. It always returns
-// (nil, nil).
-func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	if h.maxCalls > 0 || h.maxDur > 0 {
-		h.escalateIfSpent(ctx)
-	}
-	call := ctx.FunctionCallID()
-	if err == nil {
-		if bd := h.tix.reportSuccess(ctx, call); bd != nil && bd.lastGood != nil && result != nil {
-			bd.lastGood.store(scopeOf(ctx), args, result, h.clock.Now())
+	if f&flagGuarded != 0 {
+		if f&flagRan == 0 {
+			tk, _ := h.tix.take(ctx, call)
+			tk.Report(registry.Excluded, 0)
 		}
-		return nil, nil
+		return nil, nil // the rest is AfterTool's
 	}
 	tk, bd := h.tix.take(ctx, call)
 	if bd == nil {
 		return nil, nil
 	}
-	tk.Report(h.classify(ctx, bd, err), RetryHint(err))
+	h.reportUnmarked(tk, bd, h.classify(ctx, bd, err), RetryHint(err))
 	return nil, nil
+}
+
+// AfterTool reports the outcome of an admitted call that neither the tool's
+// Run (guarded calls) nor OnToolError already reported. A call without a
+// ticket is the plugin's own short-circuit (ADK runs after-tool callbacks
+// even then) and is ignored. It always returns (nil, nil).
+//
+// A guarded call whose tool never ran (an agent callback answered it, from
+// a cache say) counts neither way. A guarded call whose tool failed while
+// AfterTool is shown a success (a plugin registered ahead, such as ADK's
+// retryandreflect, turned the error into a result) was counted as the
+// failure it was; the mismatch is logged once and counted (Observer).
+func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
+	if h.maxCalls > 0 || h.maxDur > 0 {
+		h.escalateIfSpent(ctx)
+	}
+	call := ctx.FunctionCallID()
+	plain := err == nil && !isReflection(result)
+	p, found, handled := h.tix.takeEntry(ctx, call, plain)
+	if !found {
+		return nil, nil
+	}
+	bd := p.bd
+	switch {
+	case handled: // an ordinary success, reported in place
+		h.storeLastGood(ctx, bd, args, result)
+	case p.flags&flagGuarded != 0:
+		switch {
+		case p.flags&flagReported != 0:
+			// The tool erred, the handler's OnToolError never saw it, and
+			// AfterTool is shown a success: a plugin ahead rewrote it. (An
+			// agent's own OnToolError recovering the error runs after the
+			// handler's, which saw it: that is no mismatch.)
+			if p.flags&(flagToolErr|flagSawErr) == flagToolErr && err == nil {
+				h.mismatch(ctx, bd, t)
+			}
+			if p.raw == registry.Success && p.flags&flagToolErr == 0 {
+				// The tool's own result, whatever a callback made of it.
+				h.storeLastGood(ctx, bd, args, p.result)
+			}
+		default: // never ran (or Run panicked): nothing to count
+			p.tk.Report(registry.Excluded, 0)
+		}
+	case err == nil && !plain:
+		// Unguarded, and shown retryandreflect's reflection of an error as
+		// a success: a failure (of the tool, or of a callback ahead of it).
+		h.mismatch(ctx, bd, t)
+		h.reportUnmarked(p.tk, bd, registry.Failure, 0)
+	case err == nil:
+		h.reportUnmarked(p.tk, bd, registry.Success, 0)
+		h.storeLastGood(ctx, bd, args, result)
+	default:
+		h.reportUnmarked(p.tk, bd, h.classify(ctx, bd, err), RetryHint(err))
+	}
+	return nil, nil
+}
+
+// reportUnmarked reports the outcome of a call no GuardedTool marked: the
+// handler cannot tell whether the tool ran or a callback produced the
+// outcome. Outcomes count as before in the closed state; a half-open probe
+// is released without deciding, since only a real execution may close or
+// reopen a breaker.
+func (h *Handler) reportUnmarked(tk registry.Reservation, bd *binding, o registry.Outcome, hint time.Duration) {
+	if tk.Probe() && o != registry.Excluded {
+		h.unguardedOnce.Do(func() {
+			h.log.Warn("adkbreaker: a half-open probe of an unguarded tool was released without deciding: the breaker cannot tell whether the tool ran; guard the tool (Handler.Guard) or keep auto-guarding on",
+				"dependency", string(bd.key), "tool", bd.tool)
+		})
+		o, hint = registry.Excluded, 0
+	}
+	tk.Report(o, hint)
+}
+
+func (h *Handler) storeLastGood(ctx agent.ToolContext, bd *binding, args, result map[string]any) {
+	if bd != nil && bd.lastGood != nil && result != nil {
+		bd.lastGood.store(scopeOf(ctx), args, result, h.clock.Now())
+	}
+}
+
+// reflectionType is the response_type ADK's retryandreflect plugin puts in
+// the result it makes of a tool error.
+const reflectionType = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
+
+func isReflection(result map[string]any) bool {
+	if len(result) == 0 {
+		return false
+	}
+	rt, _ := result["response_type"].(string)
+	return rt == reflectionType
+}
+
+// mismatch reports a failed call that AfterTool is shown as a success: a
+// plugin registered ahead of adkbreaker rewrote the outcome. Logged once
+// (it is a setup error), counted every time.
+func (h *Handler) mismatch(ctx agent.ToolContext, bd *binding, t tool.Tool) {
+	h.mismatchOnce.Do(func() {
+		h.log.Error("adkbreaker: a failed tool call reached the breaker's after-tool callback as a success: a plugin registered ahead of adkbreaker (ADK's retryandreflect, say) rewrites tool errors; register adkbreaker first. The breaker counts the real outcome where the tool is guarded.",
+			"dependency", string(bd.key), "tool", bd.tool)
+	})
+	if mo, ok := h.obs.(MismatchObserver); ok {
+		mo.OutcomeMismatch(ctx, MismatchEvent{Dependency: bd.key, Tool: bd.tool, InvocationID: ctx.InvocationID()})
+	}
 }
 
 // scopeOf is the last-good cache scope of a call: results are only ever
@@ -387,9 +510,11 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 
 // BeforeModel ends the turn when the invocation's short-circuit budget or
 // turn budget is spent or every endpoint of the model is unavailable,
-// returning a final model response the user can read; otherwise it marks (or
-// removes) the declarations of tools whose dependency is open, so the model
-// knows before it tries.
+// returning a final model response the user can read; otherwise it guards
+// the request's protected function tools (GuardedTool; ADK dispatches the
+// calls of this model response from req.Tools) and marks (or removes) the
+// declarations of tools whose dependency is open, so the model knows before
+// it tries.
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	inv := ctx.InvocationID()
 	if h.maxCalls > 0 || h.maxDur > 0 {
@@ -412,6 +537,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 		case total >= h.turnLimit:
 			return h.endTurn(ctx, inv, degrade.Usage{Total: total}, TurnEndShortCircuitBudget), nil
 		}
+	}
+	if h.autoGuard && req != nil && len(req.Tools) > 0 {
+		h.guardRequest(req)
 	}
 	if req != nil {
 		for _, g := range h.guards {

@@ -30,6 +30,22 @@ type ShortCircuitEvent struct {
 	InvocationID string
 }
 
+// MismatchObserver is implemented by Observers that also want outcome
+// mismatches: a failed tool call that the handler's AfterTool was shown as a
+// success, because a plugin registered ahead of adkbreaker (ADK's
+// retryandreflect) rewrote the error. The handler checks for it with a type
+// assertion, so existing Observers need not change.
+type MismatchObserver interface {
+	OutcomeMismatch(ctx context.Context, ev MismatchEvent)
+}
+
+// MismatchEvent describes one outcome mismatch.
+type MismatchEvent struct {
+	Dependency   registry.Key
+	Tool         string
+	InvocationID string
+}
+
 // TurnEndReason says why BeforeModel ended a turn.
 type TurnEndReason string
 

@@ -3,9 +3,11 @@ package callbacks
 import (
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/adk/tool"
 
@@ -74,10 +76,12 @@ type binding struct {
 	builder  *degrade.Builder
 	classify Classifier
 	lastGood *lastGoodCache
+	// callTimeout is the breaker policy's CallTimeout (guarded tools).
+	callTimeout time.Duration
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
-	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: 4 * reg.Cap()}
+	r := &resolver{reg: reg, exact: map[string]registry.Key{}, unmapped: unmapped, deps: deps, limit: limit, maxCache: cacheCap(reg.Cap())}
 	var errs []error
 	for i, m := range maps {
 		if err := degrade.CheckName(string(m.Dependency)); err != nil {
@@ -111,6 +115,20 @@ func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]D
 	return r, errors.Join(errs...)
 }
 
+// cacheCap bounds the binding caches: a few entries per breaker (a tool
+// surface larger than the registry holds is cached up to this, the rest is
+// bound uncached). It saturates instead of overflowing.
+func cacheCap(breakers int) int {
+	const perBreaker = 4
+	if breakers <= 0 {
+		return perBreaker * registry.DefaultMaxBreakers
+	}
+	if breakers > math.MaxInt/perBreaker {
+		return math.MaxInt
+	}
+	return perBreaker * breakers
+}
+
 func isPattern(s string) bool {
 	for _, c := range s {
 		switch c {
@@ -122,8 +140,9 @@ func isPattern(s string) bool {
 }
 
 // keyOf is the cache key of a tool: its name, and its DependencyKey if it
-// reports one.
+// reports one. A GuardedTool resolves as the tool it guards.
 func keyOf(t tool.Tool) bindKey {
+	t = Unwrap(t)
 	if dk, ok := t.(DependencyKeyer); ok {
 		return bindKey{name: t.Name(), dep: dk.DependencyKey()}
 	}
@@ -186,6 +205,9 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 			br = nil
 		}
 		b.br = br
+		if br != nil {
+			b.callTimeout = br.Policy().CallTimeout
+		}
 		dep := r.deps[key]
 		b.classify = dep.Classify
 		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
@@ -231,5 +253,16 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	if !ok {
 		return nil
 	}
-	return &binding{key: key, tool: k.name, br: br}
+	return &binding{key: key, tool: k.name, br: br, callTimeout: br.Policy().CallTimeout}
+}
+
+// protects reports whether calls of t go through a breaker (or will, once
+// its breaker is created): it creates nothing.
+func (r *resolver) protects(t tool.Tool) bool {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
+		return b.br != nil
+	}
+	_, ok := r.keyFor(k)
+	return ok
 }

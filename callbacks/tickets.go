@@ -4,6 +4,7 @@ import (
 	"hash/maphash"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"google.golang.org/adk/agent"
 
@@ -26,7 +27,34 @@ type pending struct {
 	bd  *binding
 	ctx callKey
 	inv string // for AfterRun's drain
+	// ranAt is when a GuardedTool's Run started (zero until then).
+	ranAt time.Time
+	flags callFlags
+	// raw is the tool's own outcome, and result its own result, once
+	// flagReported is set.
+	raw    registry.Outcome
+	result map[string]any
 }
+
+// callFlags record what the handler knows of a pending call.
+type callFlags uint8
+
+const (
+	// flagGuarded: the call was dispatched to a GuardedTool of this handler,
+	// so its Run marks whether the tool really ran.
+	flagGuarded callFlags = 1 << iota
+	// flagRan: the tool's Run started.
+	flagRan
+	// flagReported: Run reported the tool's own outcome; the entry waits
+	// for AfterTool to compare it with what AfterTool is shown.
+	flagReported
+	// flagToolErr: the tool's Run returned an error.
+	flagToolErr
+	// flagSawErr: the handler's OnToolError saw the call's error, so a
+	// later rewrite (an agent's own OnToolError recovering it) came after
+	// the handler, not from a plugin registered ahead of it.
+	flagSawErr
+)
 
 const (
 	ticketShards = 16
@@ -95,15 +123,19 @@ func (s *ticketShard) removeAtLocked(i int) {
 	}
 	s.small[last].ctx, s.small[last].inv = nil, ""
 	s.small[last].tk = registry.Reservation{}
+	s.small[last].flags, s.small[last].result = 0, nil
 	s.small = s.small[:last]
 }
 
 // put stores a pending call and reports whether it did. A context that is
 // already pending (BeforeTool twice for one call, which ADK does not do) is
 // not tracked again (false): the caller releases its reservation. Past the
-// per-shard cap an entry is abandoned as Excluded, so a probe slot is never
-// held by an entry nobody will report.
-func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding) bool {
+// per-shard cap an ordinary call is abandoned as Excluded to make room; a
+// half-open probe never is (abandoning it would free its slot and admit a
+// second probe while the first runs). Probes are few (HalfOpenProbes per
+// breaker, bounded by the registry's cap), so a shard full of probes goes
+// over its cap rather than drop one; their leases still bound them.
+func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding, flags callFlags) bool {
 	s := t.shard(call)
 	s.mu.Lock()
 	if s.indexLocked(ctx) >= 0 {
@@ -119,7 +151,7 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 	if s.lenLocked() >= t.perCap {
 		evicted, evict = s.evictLocked()
 	}
-	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv}
+	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv, flags: flags}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
@@ -145,7 +177,7 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 // gobreaker is called with the shard lock held. That is safe: lock order is
 // shard → gobreaker → breaker → notifier, and nothing holding a later lock
 // takes a shard lock; no user code runs there.
-func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
+func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding, flags callFlags) bool {
 	s := t.shard(call)
 	s.mu.Lock()
 	n := len(s.small)
@@ -160,26 +192,33 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding) bool {
 		s.mu.Unlock()
 		return false
 	}
-	p.bd, p.ctx, p.inv = bd, ctx, inv
+	p.bd, p.ctx, p.inv, p.flags, p.ranAt = bd, ctx, inv, flags, time.Time{}
 	s.n.Store(int32(n + 1))
 	s.mu.Unlock()
 	return true
 }
 
-// evictLocked removes one entry to make room: one from the overflow map if
-// there is one, else the slice's first (not necessarily the oldest: removal
-// moves the last entry into the gap).
+// evictLocked removes one ordinary call to make room: one from the overflow
+// map if there is one, else the slice's first (not necessarily the oldest:
+// removal moves the last entry into the gap). Probes are never evicted; with
+// nothing but probes it removes nothing and returns false.
 func (s *ticketShard) evictLocked() (pending, bool) {
 	for k, p := range s.big {
+		if p.tk.Probe() {
+			continue
+		}
 		s.deleteBigLocked(k)
 		return p, true
 	}
-	if len(s.small) == 0 {
-		return pending{}, false
+	for i := range s.small {
+		if s.small[i].tk.Probe() {
+			continue
+		}
+		p := s.small[i]
+		s.removeAtLocked(i)
+		return p, true
 	}
-	p := s.small[0]
-	s.removeAtLocked(0)
-	return p, true
+	return pending{}, false
 }
 
 // pendingKey returns the dependency key of ctx's pending call, if there is
@@ -189,9 +228,12 @@ func (t *tickets) pendingKey(ctx callKey, call string) (registry.Key, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if i := s.indexLocked(ctx); i >= 0 {
+		if s.small[i].flags&flagReported != 0 {
+			return "", false // its guard already reported it
+		}
 		return s.small[i].bd.key, true
 	}
-	if p, ok := s.big[ctx]; ok {
+	if p, ok := s.big[ctx]; ok && p.flags&flagReported == 0 {
 		return p.bd.key, true
 	}
 	return "", false
@@ -199,52 +241,111 @@ func (t *tickets) pendingKey(ctx callKey, call string) (registry.Key, bool) {
 
 // reportSuccess reports ctx's pending call as a success and returns its
 // binding (nil when there is none: the plugin's own short-circuit, or a call
-// it never admitted).
+// it never admitted). Tests use it; the handler goes through takeEntry.
 func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
-	_, bd := t.finish(ctx, call, true)
-	return bd
+	p, found, handled := t.takeEntry(ctx, call, true)
+	if found && !handled {
+		p.tk.Report(registry.Success, 0)
+	}
+	return p.bd
 }
 
 // take removes ctx's pending call and returns its reservation, for the
 // caller to report, and its binding (nil when there is none).
 func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {
-	return t.finish(ctx, call, false)
+	p, _, _ := t.takeEntry(ctx, call, false)
+	return p.tk, p.bd
 }
 
-// finish removes ctx's pending call. With success, it reports the call as a
-// success itself — in place, under the shard lock, so the reservation is not
-// copied (safe by the lock order on reserve) — and returns a zero
-// reservation; otherwise it returns the reservation to the caller.
-func (t *tickets) finish(ctx callKey, call string, success bool) (registry.Reservation, *binding) {
+// takeEntry removes ctx's pending call and returns it. With plainSuccess,
+// an ordinary call (unguarded, not a probe) is reported as a success in
+// place, under the shard lock, so the reservation is not copied (safe by the
+// lock order on reserve), and handled is true; the returned entry then holds
+// no reservation.
+func (t *tickets) takeEntry(ctx callKey, call string, plainSuccess bool) (p pending, found, handled bool) {
 	s := t.shard(call)
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
-		p := &s.small[i]
-		var tk registry.Reservation
-		if success {
-			p.tk.Report(registry.Success, 0)
+		e := &s.small[i]
+		if plainSuccess && e.flags == 0 && !e.tk.Probe() {
+			e.tk.Report(registry.Success, 0)
+			p.bd, handled = e.bd, true
 		} else {
-			tk = p.tk
+			p = *e
 		}
-		bd := p.bd
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
-		return tk, bd
+		p.ctx = nil
+		return p, true, handled
 	}
-	p, ok := s.big[ctx]
-	if ok {
+	p, found = s.big[ctx]
+	if found {
 		s.deleteBigLocked(ctx)
 	}
 	s.mu.Unlock()
-	if !ok {
-		return registry.Reservation{}, nil
+	p.ctx = nil
+	return p, found, false
+}
+
+// update runs fn on ctx's pending call under its shard lock and reports
+// whether there was one.
+func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
+	s := t.shard(call)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.indexLocked(ctx); i >= 0 {
+		fn(&s.small[i])
+		return true
 	}
-	if success {
-		p.tk.Report(registry.Success, 0)
-		return registry.Reservation{}, p.bd
+	if p, ok := s.big[ctx]; ok {
+		fn(&p)
+		s.big[ctx] = p
+		return true
 	}
-	return p.tk, p.bd
+	return false
+}
+
+// markRan records that a GuardedTool's Run started for ctx's call. It
+// returns the call's binding, and whether its outcome is still to be
+// reported (false for a call the handler did not admit).
+func (t *tickets) markRan(ctx callKey, call string, now time.Time) (bd *binding, tracked bool) {
+	t.update(ctx, call, func(p *pending) {
+		bd = p.bd
+		tracked = p.flags&flagReported == 0
+		p.flags |= flagGuarded | flagRan
+		p.ranAt = now
+	})
+	return bd, tracked
+}
+
+// ran reports the tool's own outcome of ctx's call. The entry stays, marked
+// reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
+// outcome it is shown with the tool's own.
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr bool) {
+	var tk registry.Reservation
+	t.update(ctx, call, func(p *pending) {
+		if p.flags&flagReported != 0 {
+			return
+		}
+		tk, p.tk = p.tk, registry.Reservation{}
+		p.flags |= flagReported
+		if toolErr {
+			p.flags |= flagToolErr
+		}
+		p.raw, p.result = o, result
+	})
+	tk.Report(o, hint)
+}
+
+// sawError records that OnToolError saw ctx's call's error and returns the
+// call's flags.
+func (t *tickets) sawError(ctx callKey, call string) (f callFlags, found bool) {
+	found = t.update(ctx, call, func(p *pending) {
+		p.flags |= flagSawErr
+		f = p.flags
+	})
+	return f, found
 }
 
 // deleteBigLocked removes an overflow entry; an emptied overflow map is

@@ -3,10 +3,12 @@ package callbacks
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"google.golang.org/adk/agent"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // callCtx is a distinct object per call, as ADK's tool contexts are.
@@ -31,14 +33,14 @@ const sameShardID = "adk-000000-zz"
 
 func admit(t *testing.T, tix *tickets, ctx callKey, call, inv string, bd *binding) {
 	t.Helper()
-	if tix.reserve(ctx, call, inv, bd) {
+	if tix.reserve(ctx, call, inv, bd, 0) {
 		return
 	}
 	tk, d := bd.br.Reserve()
 	if !d.Allowed {
 		t.Fatal("refused")
 	}
-	if !tix.put(ctx, call, inv, tk, bd) {
+	if !tix.put(ctx, call, inv, tk, bd, 0) {
 		t.Fatal("not tracked")
 	}
 }
@@ -92,7 +94,7 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	c := &callCtx{}
 	admit(t, tix, c, "adk-dup-000001", "inv", bd)
 	tk2, _ := br.Reserve()
-	if tix.put(c, "adk-dup-000001", "inv", tk2, bd) { // the same call admitted twice: not tracked
+	if tix.put(c, "adk-dup-000001", "inv", tk2, bd, 0) { // the same call admitted twice: not tracked
 		t.Fatal("a duplicate was tracked")
 	}
 	tk2.Report(registry.Excluded, 0)
@@ -104,7 +106,7 @@ func TestTicketsDuplicateAndCap(t *testing.T) {
 	}
 	for i := range 17 { // past the per-shard cap the oldest entry is abandoned
 		tk, _ := br.Reserve()
-		tix.put(&callCtx{n: i}, fmt.Sprint(sameShardID), "inv", tk, bd)
+		tix.put(&callCtx{n: i}, fmt.Sprint(sameShardID), "inv", tk, bd, 0)
 	}
 	if n := tix.len(); n != 16 {
 		t.Fatalf("pending = %d, want the cap 16", n)
@@ -126,4 +128,37 @@ func TestTryReserve(t *testing.T) {
 	if br.TryReserve(&r2) || r2.Valid() || br.Closed() {
 		t.Fatal("fast path admitted on an open breaker")
 	}
+}
+
+// A half-open probe at the head of a full shard must not be evicted: that
+// would free its slot and admit a second probe while the first still runs.
+func TestTicketsCapNeverEvictsProbe(t *testing.T) {
+	clk := registrytest.NewFakeClock(time.Unix(0, 0))
+	reg := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{
+		ConsecutiveFailures: 1, DisableFailureRate: true, OpenFor: time.Second, NoJitter: true}))
+	probeBr, _ := reg.Get("probed")
+	other, _ := reg.Get("other")
+	probeBd := &binding{key: "probed", br: probeBr}
+	otherBd := &binding{key: "other", br: other}
+	tk, _ := probeBr.Reserve()
+	tk.Report(registry.Failure, 0) // open
+	clk.Advance(2 * time.Second)
+	tix := newTickets(16 * ticketShards) // 16 per shard
+	probe, d := probeBr.Reserve()
+	if !d.Allowed || !probe.Probe() {
+		t.Fatalf("no probe admitted: %+v", d)
+	}
+	if !tix.put(&callCtx{n: -1}, sameShardID, "inv", probe, probeBd, 0) {
+		t.Fatal("probe not tracked")
+	}
+	for i := range 40 { // fill the shard far past its cap with ordinary calls
+		admit(t, tix, &callCtx{n: i}, sameShardID, "inv", otherBd)
+	}
+	if _, d := probeBr.Reserve(); d.Allowed {
+		t.Fatal("a second probe was admitted while the first is still running")
+	}
+	if got := probeBr.PendingProbes(); got != 1 {
+		t.Fatalf("pending probes = %d, want 1", got)
+	}
+	tix.drain("inv")
 }

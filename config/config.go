@@ -96,6 +96,7 @@ type Policy struct {
 	ProbeLease                 Duration `json:"probe_lease,omitempty" yaml:"probe_lease,omitempty"`
 	MaxRetryHint               Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 	Shadow                     *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
+	NoTripOnRetryHint          *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
 	CallTimeout                Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
 	DisableConsecutiveFailures *bool    `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
 	CountWindow                int      `json:"count_window,omitempty" yaml:"count_window,omitempty"`
@@ -296,8 +297,8 @@ func (c *File) validate() problems {
 		ps.add("defaults.max_turn_duration", "must be ≥ 0, got %s", d.MaxTurnDuration)
 	}
 	switch {
-	case d.MaxBreakers < 0:
-		ps.add("defaults.max_breakers", "must be ≥ 0, got %d", d.MaxBreakers)
+	case d.MaxBreakers < 0 || d.MaxBreakers > registry.MaxBreakersLimit:
+		ps.add("defaults.max_breakers", "must be in [0, %d], got %d", registry.MaxBreakersLimit, d.MaxBreakers)
 	case d.MaxBreakers == 0 && len(c.Dependencies) > registry.DefaultMaxBreakers:
 		ps.add("defaults.max_breakers", "%d dependencies are configured but the default cap is %d; set max_breakers to at least %[1]d", len(c.Dependencies), registry.DefaultMaxBreakers)
 	case d.MaxBreakers > 0 && d.MaxBreakers < len(c.Dependencies):
@@ -478,7 +479,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenFor: time.Duration(p.OpenFor), OpenBackoff: p.OpenBackoff, MaxOpenFor: time.Duration(p.MaxOpenFor),
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
-		Shadow:      isTrue(p.Shadow),
+		Shadow: isTrue(p.Shadow), NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint),
 		CallTimeout: time.Duration(p.CallTimeout), DisableConsecutiveFailures: isTrue(p.DisableConsecutiveFailures),
 		CountWindow: p.CountWindow, SlowInFlight: time.Duration(p.SlowInFlight), SlowInFlightFactor: p.SlowInFlightFactor,
 		SlowInFlightCalls: p.SlowInFlightCalls, DisableSlowInFlight: isTrue(p.DisableSlowInFlight),
@@ -523,6 +524,7 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setI(&base.HalfOpenProbes, over.HalfOpenProbes)
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
+	base.NoTripOnRetryHint = base.NoTripOnRetryHint || over.NoTripOnRetryHint
 	setD(&base.CallTimeout, over.CallTimeout)
 	base.DisableConsecutiveFailures = base.DisableConsecutiveFailures || over.DisableConsecutiveFailures
 	setI(&base.CountWindow, over.CountWindow)
@@ -560,6 +562,9 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoJitter != nil {
 		out.NoJitter = *p.NoJitter
+	}
+	if p.NoTripOnRetryHint != nil {
+		out.NoTripOnRetryHint = *p.NoTripOnRetryHint
 	}
 	if p.DisableConsecutiveFailures != nil {
 		out.DisableConsecutiveFailures = *p.DisableConsecutiveFailures

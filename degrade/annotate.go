@@ -11,6 +11,8 @@ import (
 const (
 	annotationPrefix = "[UNAVAILABLE: temporarily unavailable, retry in about "
 	annotationSuffix = "s. Do not call this tool now.] "
+	// isolatedAnnotation marks a tool whose dependency an operator isolated.
+	isolatedAnnotation = "[UNAVAILABLE: taken offline until an operator restores it. Do not call this tool now.] "
 )
 
 // Annotate returns a tool description prefixed with a note that the tool is
@@ -23,8 +25,15 @@ const (
 // The retry is reported through RetryAfterSeconds. Annotate is idempotent in
 // shape: an annotation already at the start of description is replaced,
 // never stacked.
+//
+// With UntilReset (an isolated dependency) the note names no time:
+//
+//	[UNAVAILABLE: taken offline until an operator restores it. Do not call this tool now.] Searches the web.
 func Annotate(description string, retryAfter time.Duration) string {
 	description = StripAnnotation(description)
+	if retryAfter == UntilReset {
+		return isolatedAnnotation + description
+	}
 	var b strings.Builder
 	b.Grow(len(annotationPrefix) + 4 + len(annotationSuffix) + len(description))
 	b.WriteString(annotationPrefix)
@@ -39,6 +48,10 @@ func Annotate(description string, retryAfter time.Duration) string {
 // unchanged.
 func StripAnnotation(description string) string {
 	for {
+		if rest, ok := strings.CutPrefix(description, isolatedAnnotation); ok {
+			description = rest
+			continue
+		}
 		rest, ok := strings.CutPrefix(description, annotationPrefix)
 		if !ok {
 			return description

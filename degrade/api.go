@@ -103,7 +103,9 @@ type Retry struct {
 	Advised bool `json:"advised"`
 	// AfterSeconds is when the dependency may next be tried, from the
 	// breaker's own record, in whole seconds rounded up, in [1, MaxRetryAfterSeconds].
-	AfterSeconds int `json:"after_seconds"`
+	// It is absent (0) for an isolated dependency: it stays unavailable until
+	// an operator restores it, and no time would be true.
+	AfterSeconds int `json:"after_seconds,omitempty"`
 }
 
 // ShortCircuits is the shape of the object under KeyShortCircuits. Build

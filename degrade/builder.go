@@ -152,7 +152,12 @@ func (b *Builder) Build(reason Reason, retryAfter time.Duration, thisTurn int, l
 	m[KeyDependency] = b.dep
 	m[KeyTool] = b.tool
 	m[KeyReason] = boxedReasons[ri]
-	m[KeyRetry] = map[string]any{keyAdvised: false, keyAfterSeconds: boxedSeconds(RetryAfterSeconds(retryAfter))}
+	if allReasons[ri] == ReasonIsolated {
+		// Isolated until an operator resets it: no retry time would be true.
+		m[KeyRetry] = map[string]any{keyAdvised: false}
+	} else {
+		m[KeyRetry] = map[string]any{keyAdvised: false, keyAfterSeconds: boxedSeconds(RetryAfterSeconds(retryAfter))}
+	}
 	var turn any
 	if thisTurn <= maxBoxedTurn {
 		turn = b.turns[thisTurn]

@@ -91,14 +91,16 @@ func TestBuildDefaults(t *testing.T) {
 		{"negative limit", "d", "t", -5, degrade.ReasonTimeout, time.Second, 1, "d", "t", "timeout", 1, degrade.ShortCircuits{1, 2}},
 		{"invalid reason", "d", "t", 2, "no such reason", time.Second, 1, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1, 2}},
 		{"empty reason", "d", "t", 2, "", time.Second, 1, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1, 2}},
-		{"negative retry", "d", "t", 2, degrade.ReasonIsolated, -time.Minute, 1, "d", "t", "isolated", 1, degrade.ShortCircuits{1, 2}},
-		{"huge retry", "d", "t", 2, degrade.ReasonIsolated, math.MaxInt64, 1, "d", "t", "isolated", 3600, degrade.ShortCircuits{1, 2}},
-		{"negative turn", "d", "t", 2, degrade.ReasonIsolated, time.Second, -3, "d", "t", "isolated", 1, degrade.ShortCircuits{0, 2}},
-		{"turn beyond boxed table", "d", "t", 2, degrade.ReasonIsolated, time.Second, 1000, "d", "t", "isolated", 1, degrade.ShortCircuits{1000, 2}},
-		{"huge turn clamped", "d", "t", 2, degrade.ReasonIsolated, time.Second, math.MaxInt, "d", "t", "isolated", 1, degrade.ShortCircuits{1_000_000_000, 2}},
-		{"huge limit clamped", "d", "t", math.MaxInt, degrade.ReasonIsolated, time.Second, 1, "d", "t", "isolated", 1, degrade.ShortCircuits{1, 1_000_000_000}},
-		{"empty names", "", "\u202e", 2, degrade.ReasonIsolated, time.Second, 1, "unknown", "unknown", "isolated", 1, degrade.ShortCircuits{1, 2}},
-		{"names sanitised", "a\u202eb", "x\U000E0041y", 2, degrade.ReasonIsolated, time.Second, 1, "ab", "xy", "isolated", 1, degrade.ShortCircuits{1, 2}},
+		{"negative retry", "d", "t", 2, degrade.ReasonCircuitOpen, -time.Minute, 1, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1, 2}},
+		{"huge retry", "d", "t", 2, degrade.ReasonCircuitOpen, math.MaxInt64, 1, "d", "t", "circuit_open", 3600, degrade.ShortCircuits{1, 2}},
+		{"negative turn", "d", "t", 2, degrade.ReasonCircuitOpen, time.Second, -3, "d", "t", "circuit_open", 1, degrade.ShortCircuits{0, 2}},
+		{"turn beyond boxed table", "d", "t", 2, degrade.ReasonCircuitOpen, time.Second, 1000, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1000, 2}},
+		{"huge turn clamped", "d", "t", 2, degrade.ReasonCircuitOpen, time.Second, math.MaxInt, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1_000_000_000, 2}},
+		{"huge limit clamped", "d", "t", math.MaxInt, degrade.ReasonCircuitOpen, time.Second, 1, "d", "t", "circuit_open", 1, degrade.ShortCircuits{1, 1_000_000_000}},
+		{"empty names", "", "\u202e", 2, degrade.ReasonCircuitOpen, time.Second, 1, "unknown", "unknown", "circuit_open", 1, degrade.ShortCircuits{1, 2}},
+		{"names sanitised", "a\u202eb", "x\U000E0041y", 2, degrade.ReasonCircuitOpen, time.Second, 1, "ab", "xy", "circuit_open", 1, degrade.ShortCircuits{1, 2}},
+		{"isolated: no retry time", "d", "t", 2, degrade.ReasonIsolated, degrade.UntilReset, 1, "d", "t", "isolated", 0, degrade.ShortCircuits{1, 2}},
+		{"isolated: a duration is ignored", "d", "t", 2, degrade.ReasonIsolated, 30 * time.Second, 1, "d", "t", "isolated", 0, degrade.ShortCircuits{1, 2}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -109,7 +111,7 @@ func TestBuildDefaults(t *testing.T) {
 			if m[degrade.KeyReason] != tt.wantReason {
 				t.Errorf("reason = %q, want %q", m[degrade.KeyReason], tt.wantReason)
 			}
-			if r := m[degrade.KeyRetry].(map[string]any); r["advised"] != false || r["after_seconds"] != float64(tt.wantRetry) {
+			if r := m[degrade.KeyRetry].(map[string]any); r["advised"] != false || (tt.wantRetry == 0 && len(r) != 1) || (tt.wantRetry > 0 && r["after_seconds"] != float64(tt.wantRetry)) {
 				t.Errorf("retry = %+v, want after_seconds %d", r, tt.wantRetry)
 			}
 			sc := m[degrade.KeyShortCircuits].(map[string]any)

@@ -31,7 +31,8 @@
 // KeyLastGood when configured. Schema versions the shape, so Parse, tests
 // and the model itself can check it. reason comes from a closed set (see
 // Reasons); retry.after_seconds is whole seconds in [1, MaxRetryAfterSeconds]
-// from the breaker's own record; guidance is rendered from templates embedded
+// from the breaker's own record, absent for ReasonIsolated (isolated until an
+// operator resets it: no time would be true, see UntilReset); guidance is rendered from templates embedded
 // in the binary, at most MaxGuidanceBytes, and never contains numbers, so
 // it does not vary per call. A payload's JSON encoding is at most
 // MaxPayloadBytes.

@@ -57,7 +57,11 @@ func FuzzBuild(f *testing.F) {
 			t.Fatalf("status/schema: %s", data)
 		}
 		retryObj, _ := decoded[degrade.KeyRetry].(map[string]any)
-		if secs, _ := retryObj["after_seconds"].(float64); secs < 1 || secs > degrade.MaxRetryAfterSeconds || retryObj["advised"] != false {
+		if decoded[degrade.KeyReason] == string(degrade.ReasonIsolated) {
+			if _, has := retryObj["after_seconds"]; has || retryObj["advised"] != false {
+				t.Fatalf("isolated retry: %s", data)
+			}
+		} else if secs, _ := retryObj["after_seconds"].(float64); secs < 1 || secs > degrade.MaxRetryAfterSeconds || retryObj["advised"] != false {
 			t.Fatalf("retry: %s", data)
 		}
 		if g, _ := decoded[degrade.KeyGuidance].(string); len(g) > degrade.MaxGuidanceBytes {

@@ -88,7 +88,13 @@ func unavailableNames(items []Unavailable) (names []string, when string) {
 	slices.Sort(names)
 	names = slices.Compact(names)
 	when = "Please try again in a little while."
-	if len(items) > 0 {
+	switch {
+	case wait == UntilReset:
+		when = "It is not known when it will be back."
+		if len(names) > 1 {
+			when = "It is not known when all of them will be back."
+		}
+	case len(items) > 0:
 		when = "Please try again in " + humanSeconds(RetryAfterSeconds(wait)) + "."
 	}
 	return names, when
@@ -100,7 +106,12 @@ func unavailableNames(items []Unavailable) (names []string, when string) {
 //	The assistant is temporarily unavailable. Please try again in about 30 seconds.
 //
 // The retry is reported through RetryAfterSeconds and put in words.
+//
+// With UntilReset (every endpoint isolated) it names no time.
 func ModelUnavailableMessage(retryAfter time.Duration) string {
+	if retryAfter == UntilReset {
+		return "The assistant is unavailable until its service is restored. It is not known when that will be."
+	}
 	return "The assistant is temporarily unavailable. Please try again in " +
 		humanSeconds(RetryAfterSeconds(retryAfter)) + "."
 }

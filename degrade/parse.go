@@ -10,7 +10,7 @@ type Info struct {
 	Dependency        string // sanitised dependency name
 	Tool              string // sanitised tool name
 	Reason            Reason // always Valid
-	RetryAfterSeconds int    // in [1, MaxRetryAfterSeconds]
+	RetryAfterSeconds int    // in [1, MaxRetryAfterSeconds]; 0 for ReasonIsolated (no retry time)
 	ThisTurn          int    // short-circuits this invocation, including this one
 	Limit             int    // count at which guidance is terminal, at least 1
 	Terminal          bool   // ThisTurn >= Limit: the guidance says stop
@@ -68,7 +68,7 @@ func Parse(m map[string]any) (Info, bool) {
 	if info.Reason = Reason(r); !info.Reason.Valid() {
 		return info, false
 	}
-	if info.RetryAfterSeconds, ok = parseRetry(m[KeyRetry]); !ok {
+	if info.RetryAfterSeconds, ok = parseRetry(m[KeyRetry], info.Reason == ReasonIsolated); !ok {
 		return info, false
 	}
 	if info.ThisTurn, info.Limit, ok = parseShortCircuits(m[KeyShortCircuits]); !ok {
@@ -84,15 +84,16 @@ func safeString(v any) (string, bool) {
 	return s, ok && SafeName(s) == s
 }
 
-// parseRetry reads a Retry in typed or decoded-JSON form.
-func parseRetry(v any) (int, bool) {
+// parseRetry reads a Retry in typed or decoded-JSON form. An isolated
+// dependency's retry has no after_seconds (0); any other needs one.
+func parseRetry(v any, isolated bool) (int, bool) {
 	var advised any
 	var secs any
 	switch r := v.(type) {
 	case Retry:
 		advised, secs = r.Advised, r.AfterSeconds
 	case map[string]any:
-		if len(r) != 2 {
+		if len(r) != 2 && !(isolated && len(r) == 1) {
 			return 0, false
 		}
 		advised, secs = r["advised"], r["after_seconds"]
@@ -101,6 +102,9 @@ func parseRetry(v any) (int, bool) {
 	}
 	if a, ok := advised.(bool); !ok || a {
 		return 0, false
+	}
+	if isolated && (secs == nil || secs == 0) {
+		return 0, true
 	}
 	n, ok := toInt(secs)
 	if !ok || n < 1 || n > MaxRetryAfterSeconds {

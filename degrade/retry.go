@@ -1,9 +1,18 @@
 package degrade
 
 import (
+	"math"
 	"sync"
 	"time"
 )
+
+// UntilReset is the retry delay of a dependency an operator isolated: it
+// stays unavailable until the operator resets it, so there is no retry time
+// to give. It equals registry.UntilReset, which breakers report for an
+// isolated dependency. Payloads then carry no retry.after_seconds, and
+// messages say that nobody knows when it will be back instead of naming a
+// time.
+const UntilReset = time.Duration(math.MaxInt64)
 
 // RetryAfterSeconds converts a retry delay to the whole number of seconds a
 // payload reports: d rounded up to the next second and clamped to

@@ -54,7 +54,10 @@ func (e *Error) Error() string {
 	b.WriteString("failover: model ")
 	b.WriteString(e.Model)
 	b.WriteString(": no endpoint could answer")
-	if e.RetryAfter > 0 {
+	switch {
+	case e.RetryAfter == registry.UntilReset:
+		b.WriteString(" (isolated until an operator resets it)")
+	case e.RetryAfter > 0:
 		b.WriteString(" (retry after ")
 		b.WriteString(e.RetryAfter.Round(time.Second).String())
 		b.WriteString(")")
@@ -71,7 +74,10 @@ func (e *Error) Error() string {
 		if a.Err == nil {
 			b.WriteString(", not called")
 		}
-		if a.RetryAfter > 0 {
+		switch {
+		case a.RetryAfter == registry.UntilReset:
+			b.WriteString(", isolated")
+		case a.RetryAfter > 0:
 			b.WriteString(", retry after ")
 			b.WriteString(a.RetryAfter.Round(time.Second).String())
 		}
@@ -98,8 +104,14 @@ func (e *Error) Is(target error) bool {
 }
 
 // RetryAfterHint returns e.RetryAfter (registry.RetryHinter), so an agent
-// used as a tool reports it to the calling agent's breaker.
-func (e *Error) RetryAfterHint() time.Duration { return e.RetryAfter }
+// used as a tool reports it to the calling agent's breaker. It is 0 when
+// every endpoint is isolated: no retry time is known.
+func (e *Error) RetryAfterHint() time.Duration {
+	if e.RetryAfter == registry.UntilReset {
+		return 0
+	}
+	return e.RetryAfter
+}
 
 func (e *Error) allSkipped() bool {
 	for _, a := range e.Attempts {

@@ -40,7 +40,19 @@ type Endpoint struct {
 	// chunk of a stream. When it expires the call counts as a failure of the
 	// endpoint and the chain moves on. If 0, none of ours (the caller's
 	// deadline still applies, and is never counted against the endpoint).
+	//
+	// With a Timeout, the call runs on a goroutine of its own, so the
+	// Timeout bounds the caller even when the endpoint ignores its context:
+	// at the deadline the Model stops waiting (the call is abandoned, counted
+	// in MetricAbandoned and Model.Abandoned), fails over, and drops
+	// whatever the abandoned call yields later; its goroutine ends when the
+	// endpoint's call returns.
 	Timeout time.Duration
+	// MaxAbandoned caps this endpoint's abandoned calls still running: while
+	// that many are, the endpoint is skipped (reason timeout) instead of
+	// called, so an endpoint that hangs without honouring its context cannot
+	// pile up goroutines. If 0, DefaultMaxAbandoned; at most 65536.
+	MaxAbandoned int
 }
 
 // EndpointKey returns the breaker key of an endpoint, in the format of
@@ -98,8 +110,10 @@ type Model struct {
 	onEvent  func(context.Context, Event)
 	// failovers counts hops when WithMeterProvider is set; nil otherwise.
 	failovers metric.Int64Counter
-	answer    bool
-	noMeta    bool
+	// abandonedCalls counts abandoned calls (WithMeterProvider); nil otherwise.
+	abandonedCalls metric.Int64Counter
+	answer         bool
+	noMeta         bool
 
 	pending atomic.Int64
 	unsub   func()
@@ -113,12 +127,14 @@ type endpoint struct {
 	keyAny   any // boxed once: response metadata values are shared
 	modelAny any
 
-	// holdUntil is the end of a hold set from a server's retry hint or an
-	// exhausted daily quota, in the registry clock's UnixNano; 0 for none.
-	// The fast path reads it with one atomic load.
-	holdUntil  atomic.Int64
-	holdMu     sync.Mutex
-	holdReason Reason // Guarded by holdMu.
+	// hintReason labels the endpoint's breaker while a server's retry hint
+	// holds it open (Decision.Cause is registry.CauseRetryHint): the verdict
+	// reason that carried the hint (rate_limited, server_error). It is only
+	// a label: the hold itself is the breaker's, so Registry.Reset ends it at
+	// once.
+	hintReason atomic.Pointer[Reason]
+	// abandoned counts abandoned calls still running.
+	abandoned atomic.Int64
 }
 
 var (
@@ -293,6 +309,11 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			errs = append(errs, err)
 		}
 		m.failovers = c
+		a, err := newAbandonedCounter(s.meter)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("meter provider: %w", err))
+		}
+		m.abandonedCalls = a
 	}
 	m.eps = make([]endpoint, len(endpoints))
 	seen := map[registry.Key]int{}
@@ -312,6 +333,12 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 		}
 		if e.Timeout < 0 {
 			errs = append(errs, fmt.Errorf("%s.timeout: must be ≥ 0, got %s", p, e.Timeout))
+		}
+		if e.MaxAbandoned < 0 || e.MaxAbandoned > maxMaxAbandoned {
+			errs = append(errs, fmt.Errorf("%s.max_abandoned: must be in [0, %d], got %d", p, maxMaxAbandoned, e.MaxAbandoned))
+		}
+		if e.MaxAbandoned == 0 {
+			e.MaxAbandoned = DefaultMaxAbandoned
 		}
 		if e.Key != "" {
 			if msg := keyProblem(e.Key); msg != "" {
@@ -344,17 +371,6 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 	m.clock = reg.Clock()
 	m.logs = newLimiter(s.interval)
 	m.checkPolicies()
-	// An operator's Registry.Reset of an endpoint also ends its hint hold.
-	m.unsub = reg.Subscribe(func(t registry.Transition) {
-		if t.Cause != registry.CauseReset {
-			return
-		}
-		for i := range m.eps {
-			if m.eps[i].Key == t.Key {
-				m.eps[i].clearHold()
-			}
-		}
-	})
 	return m, nil
 }
 
@@ -384,8 +400,9 @@ func (m *Model) checkPolicies() {
 	}
 }
 
-// Close stops the Model's registry subscription (which ends hint holds when
-// an operator resets an endpoint). The Model keeps working without it.
+// Close releases the Model's resources. It holds none today (hint holds are
+// the breakers' own, so an operator's Registry.Reset ends them at once); it
+// is kept so that callers need not change.
 func (m *Model) Close() {
 	m.once.Do(func() {
 		if m.unsub != nil {
@@ -486,7 +503,9 @@ type EndpointStatus struct {
 	Model   string
 	Breaker registry.Status
 	// Hold is what remains of a hold set from a server's retry hint or an
-	// exhausted daily quota (zero for none), and HoldReason why.
+	// exhausted daily quota (zero for none), and HoldReason why. Both are
+	// read from the breaker (Breaker.Status().Cause): there is no second
+	// copy, so an operator's Reset ends them at once.
 	Hold       time.Duration
 	HoldReason Reason
 }
@@ -494,60 +513,45 @@ type EndpointStatus struct {
 // Status returns the status of every endpoint, in chain order.
 func (m *Model) Status() []EndpointStatus {
 	out := make([]EndpointStatus, len(m.eps))
-	now := m.clock.Now()
 	for i := range m.eps {
 		ep := &m.eps[i]
-		h, r := ep.hold(now)
-		out[i] = EndpointStatus{Key: ep.Key, Model: ep.ModelName, Breaker: ep.br.Status(), Hold: h, HoldReason: r}
+		st := ep.br.Status()
+		out[i] = EndpointStatus{Key: ep.Key, Model: ep.ModelName, Breaker: st}
+		if r := ep.holdReason(st.Cause); r != "" && st.State == registry.StateOpen {
+			out[i].Hold, out[i].HoldReason = st.RetryAfter, r
+		}
 	}
 	return out
 }
 
-// wait is how long until ep may be called: the larger of its hold and its
-// breaker's RetryAfter; zero when it may be called now.
-func (ep *endpoint) wait(c registry.Clock) time.Duration {
-	var h time.Duration
-	if ep.holdUntil.Load() != 0 {
-		h, _ = ep.hold(c.Now())
-	}
-	return max(h, ep.br.RetryAfter())
+// wait is how long until ep may be called: its breaker's RetryAfter (a
+// hint or quota hold is the breaker's own open hold); zero when it may be
+// called now.
+func (ep *endpoint) wait(registry.Clock) time.Duration {
+	return ep.br.RetryAfter()
 }
 
-// hold returns the remaining hold and its reason.
-func (ep *endpoint) hold(now time.Time) (time.Duration, Reason) {
-	u := ep.holdUntil.Load()
-	if u == 0 {
-		return 0, ""
+// holdReason names a hold a server asked for, from the cause of the
+// breaker's current open; "" for a hold the thresholds set.
+func (ep *endpoint) holdReason(c registry.Cause) Reason {
+	switch c {
+	case registry.CauseQuotaExhausted:
+		return ReasonQuotaExhausted
+	case registry.CauseRetryHint:
+		if r := ep.hintReason.Load(); r != nil {
+			return *r
+		}
+		return ReasonRateLimited
 	}
-	d := time.Duration(u - now.UnixNano())
-	if d <= 0 {
-		return 0, ""
-	}
-	ep.holdMu.Lock()
-	r := ep.holdReason
-	ep.holdMu.Unlock()
-	return d, r
+	return ""
 }
 
-// setHold extends the hold to now+d (never shortens it).
-func (ep *endpoint) setHold(now time.Time, d time.Duration, r Reason) {
-	if d <= 0 {
-		return
+// refusalReason is why a refused endpoint is skipped.
+func (ep *endpoint) refusalReason(c registry.Cause) Reason {
+	if r := ep.holdReason(c); r != "" {
+		return r
 	}
-	until := now.Add(d).UnixNano()
-	ep.holdMu.Lock()
-	if until > ep.holdUntil.Load() {
-		ep.holdUntil.Store(until)
-		ep.holdReason = r
-	}
-	ep.holdMu.Unlock()
-}
-
-func (ep *endpoint) clearHold() {
-	ep.holdMu.Lock()
-	ep.holdUntil.Store(0)
-	ep.holdReason = ""
-	ep.holdMu.Unlock()
+	return ReasonCircuitOpen
 }
 
 // GenerateContent calls the chain. See the package documentation for when

@@ -58,15 +58,14 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 	c := chain{from: -1}
 	for i := range m.eps {
 		ep := &m.eps[i]
-		if ep.holdUntil.Load() != 0 {
-			if h, r := ep.hold(m.clock.Now()); h > 0 {
-				m.leave(ctx, &c, ep, r, max(h, ep.br.RetryAfter()), nil)
-				continue
-			}
+		if ep.Timeout > 0 && ep.abandoned.Load() >= int64(ep.MaxAbandoned) {
+			// Its earlier calls still hang past their Timeout: do not add one.
+			m.leave(ctx, &c, ep, ReasonTimeout, max(ep.Timeout, ep.br.RetryAfter()), nil)
+			continue
 		}
 		res, d := ep.br.Reserve()
 		if !d.Allowed {
-			m.leave(ctx, &c, ep, ReasonCircuitOpen, d.RetryAfter, nil)
+			m.leave(ctx, &c, ep, ep.refusalReason(d.Cause), d.RetryAfter, nil)
 			continue
 		}
 		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
@@ -103,8 +102,12 @@ func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registr
 		cl.actx = tctx
 		cl.ctx.Context = tctx
 	}
-	ep.LLM.GenerateContent(&cl.ctx, &cl.req, stream)(cl.item)
-	cl.report(registry.Success, 0) // the endpoint finished without an error
+	if ep.Timeout > 0 {
+		m.runBounded(cl, ep, stream)
+	} else {
+		ep.LLM.GenerateContent(&cl.ctx, &cl.req, stream)(cl.item)
+	}
+	cl.report(registry.Success, 0) // the endpoint finished without an error (no-op once reported)
 	cl.out.done = !cl.out.failover
 	return cl.out.attemptOut
 }
@@ -146,20 +149,24 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 		v := m.judge(cl.caller, cl.actx, cl, err)
 		now := m.clock.Now()
 		hold := m.holdFor(ep, v, now)
-		if hold > 0 {
-			ep.setHold(now, hold, v.Reason)
-			// Open the endpoint's breaker for the hint first, so the hint
-			// sets the hold and the cause even when this failure would also
-			// cross the threshold or fail a probe. Trip counts the failure;
-			// the attempt's own report then lands in the old generation (or
-			// on a claimed probe) and is ignored.
-			cause := registry.CauseRetryHint
-			if v.Reason == ReasonQuotaExhausted {
-				cause = registry.CauseQuotaExhausted
-			}
-			ep.br.Trip(hold, cause)
+		switch {
+		case hold > 0 && v.Reason == ReasonQuotaExhausted:
+			// Open the endpoint's breaker until the quota resets, first, so
+			// the quota sets the hold and the cause even when this failure
+			// would also cross the threshold or fail a probe. Trip counts
+			// the failure; the attempt's own report then lands in the old
+			// generation (or on a claimed probe) and is ignored. A call
+			// admitted before an operator's Reset trips nothing.
+			cl.res.Trip(hold, registry.CauseQuotaExhausted)
 			cl.report(v.Outcome, 0)
-		} else {
+		case hold > 0:
+			// A server's retry hint: the registry opens the breaker for it
+			// at once (the mechanism tools share), unless the policy keeps
+			// hints as floors (NoTripOnRetryHint).
+			r := v.Reason
+			ep.hintReason.Store(&r)
+			cl.report(v.Outcome, hold)
+		default:
 			cl.report(v.Outcome, v.RetryAfter)
 		}
 		if !cl.yielded && v.Failover {

@@ -27,6 +27,7 @@ type step struct {
 	err     error    // yielded after the chunks
 	waitCtx bool     // block until the call's context ends, then yield its error
 	block   chan struct{}
+	hang    chan struct{} // block until closed, ignoring the context; then answer "late"
 	panic   bool
 	meta    map[string]any // CustomMetadata of every response
 }
@@ -100,6 +101,11 @@ func (f *fakeLLM) GenerateContent(ctx context.Context, req *model.LLMRequest, st
 				yield(nil, ctx.Err())
 				return
 			}
+		}
+		if s.hang != nil {
+			<-s.hang
+			yield(&model.LLMResponse{Content: genai.NewContentFromText("late", genai.RoleModel)}, nil)
+			return
 		}
 		if s.panic {
 			panic("fake endpoint panic")

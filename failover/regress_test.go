@@ -188,7 +188,13 @@ func TestTimeoutFiredBeforeFirstChunkFailsOver(t *testing.T) {
 				if len(r.errs) != 0 || r.text() != "from fallback" {
 					t.Fatalf("text=%q errs=%v: want the fallback's answer and no error", r.text(), r.errs)
 				}
-				if late.sawCtx == nil {
+				// The call was abandoned at the Timeout (Endpoint.Timeout runs
+				// it on a goroutine of its own); let it finish before reading.
+				synctest.Wait()
+				late.mu.Lock()
+				saw := late.sawCtx
+				late.mu.Unlock()
+				if saw == nil {
 					t.Fatal("the fake yielded before its context was cancelled: the test proves nothing")
 				}
 				if e.fall.calls.Load() != 1 {

@@ -290,6 +290,10 @@ type UnavailableError struct {
 }
 
 func (e *UnavailableError) Error() string {
+	if e.RetryAfter == registry.UntilReset {
+		return fmt.Sprintf("mcpguard: server %s unavailable (%s, breaker %s) until an operator resets it",
+			quote(e.Server), e.Refusal, e.State)
+	}
 	return fmt.Sprintf("mcpguard: server %s unavailable (%s, breaker %s); retry after %s",
 		quote(e.Server), e.Refusal, e.State, e.RetryAfter.Round(time.Second))
 }

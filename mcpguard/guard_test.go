@@ -9,6 +9,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"google.golang.org/adk/tool"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
@@ -42,7 +45,11 @@ func TestToolsCarryTheServerKey(t *testing.T) {
 			t.Errorf("breaker counts = %+v, want 2 successes (discovery + call)", c)
 		}
 		req := llm.requests()[0]
-		if _, ok := req.Tools["echo"].(*mcpguard.Tool); !ok {
+		// The plugin guards it (callbacks.GuardedTool) so that it sees the
+		// tool's own outcome; inside is the mcpguard wrapper.
+		if tl, _ := req.Tools["echo"].(tool.Tool); tl == nil {
+			t.Errorf("req.Tools[echo] is %T, want a tool", req.Tools["echo"])
+		} else if _, ok := callbacks.Unwrap(tl).(*mcpguard.Tool); !ok {
 			t.Errorf("req.Tools[echo] is %T, want the *mcpguard.Tool wrapper", req.Tools["echo"])
 		}
 	})

@@ -37,8 +37,11 @@ func TestSSERetryBounded(t *testing.T) {
 			t.Errorf("health = %+v, want a fault (the server's hint), not a timeout", h)
 		}
 		br, _ := reg.Lookup("sse")
-		if c := br.Counts(); c.Failures != 1 {
-			t.Errorf("counts = %+v, want the declined call counted once", c)
+		// A failure carrying a server retry hint opens the breaker at once
+		// for the hint (registry.Policy.NoTripOnRetryHint keeps it a floor):
+		// the declined call is counted once, as the trip its hint caused.
+		if c, st := br.Counts(), br.Status(); c.Trips != 1 || st.Cause != registry.CauseRetryHint {
+			t.Errorf("counts = %+v, cause %v: want the declined call counted once, opening the breaker for its hint", c, st.Cause)
 		}
 		// The hint holds the breaker once it opens (capped by MaxRetryHint).
 		br.Trip(0, registry.CauseTrip)

@@ -145,7 +145,7 @@ func TestConfigManyBadOptions(t *testing.T) {
 		"registry: must not be nil",
 		"turn_limit: must be ≥ 0, got -1",
 		"short_circuit_limit: must be ≥ 0, got -2",
-		"max_invocations: must be ≥ 0, got -3",
+		"max_invocations: must be in [0, 16777216], got -3",
 		"invocation_max_age: must be ≥ 0, got -1s",
 		"nil option",
 		"config: must not be nil",
@@ -172,7 +172,7 @@ func TestConfigManyBadOptions(t *testing.T) {
 		"failure_rate: must be in (0, 1], got 2",
 		"open_for: must be ≥ 0, got -1s",
 		"half_open_probes: must be in [0, 1000], got -1",
-		"max breakers: must be ≥ 0, got -1",
+		"max breakers: must be in [0, 1048576], got -1",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

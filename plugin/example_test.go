@@ -31,8 +31,12 @@ func (oneCall) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool)
 		for _, p := range req.Contents[len(req.Contents)-1].Parts {
 			if p.FunctionResponse != nil {
 				info, _ := degrade.Parse(p.FunctionResponse.Response)
+				when := fmt.Sprintf("retry in %ds", info.RetryAfterSeconds)
+				if info.Reason == degrade.ReasonIsolated {
+					when = "no retry time until an operator resets it"
+				}
 				yield(&model.LLMResponse{Content: genai.NewContentFromText(
-					fmt.Sprintf("%s is %s (%s); retry in %ds", info.Dependency, p.FunctionResponse.Response["status"], info.Reason, info.RetryAfterSeconds),
+					fmt.Sprintf("%s is %s (%s); %s", info.Dependency, p.FunctionResponse.Response["status"], info.Reason, when),
 					genai.RoleModel)}, nil)
 				return
 			}
@@ -67,7 +71,7 @@ func ExampleNew() {
 		}
 	}
 	// Output:
-	// billing-api is unavailable (isolated); retry in 60s
+	// billing-api is unavailable (isolated); no retry time until an operator resets it
 }
 
 // loopModel is a stand-in for a model that never stops calling get_invoice.

@@ -164,6 +164,15 @@ func WithLogger(l *slog.Logger) Option {
 	return optionFunc(func(s *settings) { s.cb.Logger = l })
 }
 
+// WithoutToolGuard stops the plugin from guarding the request's protected
+// function tools (callbacks.Config.NoAutoGuard). Without a guard the plugin
+// cannot tell a call the tool really ran from one an agent's own callback
+// refused or answered: see docs/design.md. Guard tools explicitly
+// (Handler.Guard) if you turn this off.
+func WithoutToolGuard() Option {
+	return optionFunc(func(s *settings) { s.cb.NoAutoGuard = true })
+}
+
 // WithInvocationLimits bounds per-invocation state: how many invocations are
 // tracked and the backstop age for runs whose AfterRun never fires.
 func WithInvocationLimits(maxInvocations int, maxAge time.Duration) Option {

@@ -143,3 +143,12 @@ func (o observers) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
 		x.TurnEnded(ctx, ev)
 	}
 }
+
+// OutcomeMismatch forwards to the observers that want mismatches.
+func (o observers) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEvent) {
+	for _, x := range o {
+		if m, ok := x.(callbacks.MismatchObserver); ok {
+			m.OutcomeMismatch(ctx, ev)
+		}
+	}
+}

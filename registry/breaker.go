@@ -80,17 +80,22 @@ type Breaker struct {
 
 	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
 	// holding mu never calls into gobreaker.
-	mu         sync.Mutex
-	cbGen      uint64       // Guarded by mu: identifies the live gobreaker.
-	isolated   bool         // Guarded by mu.
-	openUntil  time.Time    // Guarded by mu: end of the open hold.
-	hintUntil  time.Time    // Guarded by mu: floor from retry hints.
-	reopens    int          // Guarded by mu: re-trips since the last close.
-	probes     []*ticketRec // Guarded by mu: outstanding half-open probes.
-	nextCause  Cause        // Guarded by mu: cause for the next callback transition.
-	tripExact  bool         // Guarded by mu: Trip in progress: hold = the hint only.
-	lastChange time.Time    // Guarded by mu.
-	trips      uint64       // Guarded by mu: times opened.
+	mu        sync.Mutex
+	cbGen     uint64        // Guarded by mu: identifies the live gobreaker.
+	isolated  bool          // Guarded by mu.
+	openUntil time.Time     // Guarded by mu: end of the open hold.
+	openLen   time.Duration // Guarded by mu: length of the open hold as set (bounds the wait when the clock steps back).
+	hintUntil time.Time     // Guarded by mu: floor from retry hints.
+	reopens   int           // Guarded by mu: re-trips since the last close.
+	probes    []*ticketRec  // Guarded by mu: outstanding half-open probes.
+	nextCause Cause         // Guarded by mu: cause for the next callback transition.
+	openCause Cause         // Guarded by mu: what opened the breaker last (0 while closed).
+	// gen counts Resets; reports carry the gen they were admitted under, so a
+	// retry hint from before a Reset never applies to the fresh breaker.
+	gen        atomic.Uint64
+	tripExact  bool      // Guarded by mu: Trip in progress: hold = the hint only.
+	lastChange time.Time // Guarded by mu.
+	trips      uint64    // Guarded by mu: times opened.
 
 	// ct is outage containment (bulkhead, in-flight slowness, count
 	// window); nil when the policy uses none (contain.go).
@@ -167,9 +172,12 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		b.tripExact = false
 		until := now.Add(hold)
 		if b.hintUntil.After(until) {
-			until = b.hintUntil
+			// A hint floor is at most MaxRetryHint from now, even when the
+			// clock stepped back since the hint was recorded.
+			until = minTime(b.hintUntil, now.Add(b.pol.MaxRetryHint))
 		}
-		b.openUntil = until
+		b.openUntil, b.openLen = until, until.Sub(now)
+		b.openCause = cause
 		b.probes = b.probes[:0]
 		b.trips++
 		b.setStateLocked(prev, StateOpen, cause, now, until.Sub(now))
@@ -177,6 +185,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		b.reopens = 0
 		b.probes = b.probes[:0]
 		b.openUntil = time.Time{}
+		b.openCause = 0
 		b.setStateLocked(prev, StateClosed, CauseProbeSucceeded, now, 0)
 	case gobreaker.StateHalfOpen:
 		// Public half-open is entered by admitSlow when the hold expires.
@@ -242,7 +251,7 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 		b.mu.Lock()
 		if b.isolated {
 			b.mu.Unlock()
-			return b.refuse(now, StateOpen, RefusedIsolated, b.pol.OpenFor)
+			return b.refuse(now, StateOpen, RefusedIsolated, UntilReset, CauseIsolated)
 		}
 		st := State(b.state.Load())
 		switch st {
@@ -250,20 +259,21 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 			b.mu.Unlock()
 			if attempt > 2 {
 				// Pathological churn; refuse rather than spin.
-				return b.refuse(now, StateClosed, RefusedOpen, time.Second)
+				return b.refuse(now, StateClosed, RefusedOpen, time.Second, 0)
 			}
 			done, tr, start, saturated, ok := b.admitClosed(true)
 			if ok {
 				return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
 			}
 			if saturated {
-				return b.refuse(now, StateClosed, RefusedSaturated, SaturatedRetryAfter)
+				return b.refuse(now, StateClosed, RefusedSaturated, SaturatedRetryAfter, 0)
 			}
 			continue
 		case StateOpen:
-			if wait := b.openUntil.Sub(now); wait > 0 {
+			if wait := b.openWaitLocked(now); wait > 0 {
+				cause := b.openCause
 				b.mu.Unlock()
-				return b.refuse(now, StateOpen, RefusedOpen, wait)
+				return b.refuse(now, StateOpen, RefusedOpen, wait, cause)
 			}
 			// Hold expired: enter half-open before admitting, so the
 			// transition is ordered before the probe's own outcome.
@@ -307,13 +317,13 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 			// expired. gobreaker's 1ns timeout has already let us into its
 			// next half-open generation, but our hold has not expired:
 			// release the slot without deciding, and refuse.
-			why, wait := RefusedOpen, b.openUntil.Sub(now)
+			why, wait, cause := RefusedOpen, b.openWaitLocked(now), b.openCause
 			if b.isolated {
-				why, wait = RefusedIsolated, b.pol.OpenFor
+				why, wait, cause = RefusedIsolated, UntilReset, CauseIsolated
 			}
 			b.mu.Unlock()
 			done(errExcluded)
-			return b.refuse(now, StateOpen, why, max(wait, 0))
+			return b.refuse(now, StateOpen, why, max(wait, 0), cause)
 		}
 		lease := now.Add(b.probeTimeout())
 		t := b.ticket(done, true, lease)
@@ -328,20 +338,24 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 				wait = w
 			}
 		}
+		cause := b.openCause
 		b.mu.Unlock()
-		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0), cause)
 	default: // ErrOpenState: within gobreaker's 1ns timeout of a trip (or under frozen synctest time), or around a Reset
-		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor)
+		b.mu.Lock()
+		cause := b.openCause
+		b.mu.Unlock()
+		return b.refuse(now, StateOpen, RefusedOpen, b.pol.OpenFor, cause)
 	}
 }
 
-func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration) (Ticket, Decision) {
+func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duration, cause Cause) (Ticket, Decision) {
 	if b.pol.Shadow {
 		b.shadowRefusals.Add(1)
-		return Ticket{}, Decision{Allowed: true, Shadow: true, State: st, Reason: why, RetryAfter: wait, At: now}
+		return Ticket{}, Decision{Allowed: true, Shadow: true, State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 	}
 	b.shortCircuits.Add(1)
-	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now}
+	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 }
 
 // expiredProbesLocked removes and returns probes whose lease has expired.
@@ -358,6 +372,26 @@ func (b *Breaker) expiredProbesLocked(now time.Time) []*ticketRec {
 	clear(b.probes[len(kept):])
 	b.probes = kept
 	return out
+}
+
+// openWaitLocked returns what remains of the open hold at now. The wait
+// never exceeds the hold's length as it was set: a clock that stepped
+// backwards (a custom Clock, a VM restored from a snapshot) re-anchors the
+// hold at now instead of stretching it past MaxOpenFor or MaxRetryHint.
+// Caller holds mu.
+func (b *Breaker) openWaitLocked(now time.Time) time.Duration {
+	w := b.openUntil.Sub(now)
+	if w > b.openLen {
+		b.openUntil, w = now.Add(b.openLen), b.openLen
+	}
+	return w
+}
+
+func minTime(a, c time.Time) time.Time {
+	if c.Before(a) {
+		return c
+	}
+	return a
 }
 
 // claimProbe takes the single report of a probe, unless its real outcome (or
@@ -377,13 +411,36 @@ func (b *Breaker) expire(r *ticketRec) {
 	if !ok {
 		return
 	}
+	b.failProbe(done, CauseLeaseExpired)
+}
+
+// failProbe reports a claimed probe as failed, its re-open carrying cause.
+func (b *Breaker) failProbe(done func(error), cause Cause) {
 	b.mu.Lock()
-	b.nextCause = CauseLeaseExpired
+	b.nextCause = cause
 	b.mu.Unlock()
 	done(errFailure)
 	b.mu.Lock()
 	b.nextCause = 0
 	b.mu.Unlock()
+}
+
+// applyHint applies a server retry hint reported with an outcome of a call
+// admitted under Reset generation gen. A hint from a call admitted before a
+// Reset is dropped: the fresh breaker owes it nothing. By default a failure with a hint opens the breaker at once for
+// the hint (Trip with CauseRetryHint), for tools and model endpoints alike;
+// with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
+// floor for the hold (ObserveRetryAfter). It reports whether it tripped.
+func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
+	if hint <= 0 || b.gen.Load() != gen {
+		return false
+	}
+	if o == Failure && !b.pol.NoTripOnRetryHint {
+		b.Trip(hint, CauseRetryHint)
+		return true
+	}
+	b.ObserveRetryAfter(hint)
+	return false
 }
 
 // ObserveRetryAfter records a server's retry hint (Retry-After, RetryInfo).
@@ -403,6 +460,7 @@ func (b *Breaker) ObserveRetryAfter(d time.Duration) {
 	}
 	if State(b.state.Load()) == StateOpen && until.After(b.openUntil) {
 		b.openUntil = until
+		b.openLen = max(b.openLen, d)
 	}
 	b.mu.Unlock()
 }
@@ -417,6 +475,7 @@ func (b *Breaker) Isolate() {
 	}
 	prev := State(b.state.Load())
 	b.isolated = true
+	b.openCause = CauseIsolated
 	b.probes = b.probes[:0]
 	b.state.Store(int32(StateOpen))
 	b.lastChange = now
@@ -432,10 +491,12 @@ func (b *Breaker) Reset() {
 	defer b.mu.Unlock()
 	prev := State(b.state.Load())
 	b.isolated = false
+	b.openCause = 0
 	b.openUntil, b.hintUntil = time.Time{}, time.Time{}
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())
+	b.gen.Add(1) // after the swap: a call admitted by the old gobreaker carries an older gen
 	b.ct.resetWindow()
 	b.state.Store(int32(StateClosed))
 	b.lastChange = now
@@ -452,7 +513,7 @@ func (b *Breaker) State() State {
 
 // RetryAfter returns the time until the breaker next admits a probe: the
 // remaining open hold, or the busy probe's remaining lease; zero when calls
-// are admitted now.
+// are admitted now; UntilReset while an operator isolates the dependency.
 func (b *Breaker) RetryAfter() time.Duration {
 	_, w := b.stateAndWait()
 	return w
@@ -477,12 +538,12 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 	b.mu.Lock()
 	if b.isolated {
 		b.mu.Unlock()
-		return StateOpen, b.pol.OpenFor
+		return StateOpen, UntilReset // until an operator resets it: no retry time is true
 	}
 	st := State(b.state.Load())
 	switch st {
 	case StateOpen:
-		w := b.openUntil.Sub(now)
+		w := b.openWaitLocked(now)
 		b.mu.Unlock()
 		if w <= 0 {
 			return StateHalfOpen, 0
@@ -553,9 +614,16 @@ func (b *Breaker) Counts() Counts {
 
 // Status is a point-in-time view of one dependency, for payloads and operators.
 type Status struct {
-	Key        Key
-	State      State
-	Isolated   bool
+	Key      Key
+	State    State
+	Isolated bool
+	// Cause is what opened the breaker last — CauseTrip, CauseProbeFailed,
+	// CauseLeaseExpired, CauseRetryHint, CauseQuotaExhausted or
+	// CauseIsolated — while it is open or half-open; zero while closed.
+	Cause Cause
+	// RetryAfter is the time until the breaker next admits a probe: zero
+	// when calls are admitted now, UntilReset for an isolated dependency
+	// (which admits nothing until an operator resets it).
 	RetryAfter time.Duration
 	// Since is when the state last changed.
 	Since  time.Time
@@ -567,7 +635,10 @@ func (b *Breaker) Status() Status {
 	st, w := b.stateAndWait()
 	c := b.Counts()
 	b.mu.Lock()
-	s := Status{Key: b.key, State: st, Isolated: b.isolated, RetryAfter: w, Since: b.lastChange, Counts: c}
+	s := Status{Key: b.key, State: st, Isolated: b.isolated, Cause: b.openCause, RetryAfter: w, Since: b.lastChange, Counts: c}
+	if st == StateClosed {
+		s.Cause = 0
+	}
 	b.mu.Unlock()
 	return s
 }

@@ -443,7 +443,7 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 // count window first, so that gobreaker's trip check sees it). A call
 // already judged slow is reported as excluded: it was counted when judged,
 // and must not count twice.
-func (b *Breaker) trackedOutcome(t track, o Outcome, hint time.Duration, start time.Time) error {
+func (b *Breaker) trackedOutcome(t track, o Outcome, start time.Time) error {
 	c := b.ct
 	c.leave(t)
 	if t&trackRing != 0 && c.covered(uint32(t)&epochMask) {
@@ -452,7 +452,7 @@ func (b *Breaker) trackedOutcome(t track, o Outcome, hint time.Duration, start t
 	} else if t&trackSample != 0 && o == Success {
 		c.sampleSince(b, start)
 	}
-	err := b.outcomeErr(o, hint, start)
+	err := b.outcomeErr(o, start) // the caller applied any retry hint (applyHint)
 	if c.ring != nil && err != errExcluded && b.Closed() {
 		c.ring.add(err != nil)
 	}

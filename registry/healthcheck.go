@@ -45,7 +45,10 @@ func (b *Breaker) healthProbe(now time.Time) (Ticket, Decision) {
 	timeout := t.r.lease.Sub(now)
 	b.hcRuns.Add(1)
 	go b.runHealthCheck(t, timeout)
-	return b.refuse(now, StateHalfOpen, RefusedProbeBusy, timeout)
+	b.mu.Lock()
+	cause := b.openCause
+	b.mu.Unlock()
+	return b.refuse(now, StateHalfOpen, RefusedProbeBusy, timeout, cause)
 }
 
 var errHealthCheckPanic = errors.New("registry: health check panicked")

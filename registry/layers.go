@@ -26,10 +26,17 @@ var layers = []struct {
 		func(p Policy) (time.Duration, time.Duration) { return p.Window, p.SlowCall },
 		"a call slower than the window has left it when it ends, so slow calls are never counted",
 	},
-	// probe_lease ≥ slow_call is checked in Validate itself. A per-call
-	// deadline field gets two rows, e.g. for CallTimeout:
-	//   {"window", "call_timeout", func(p Policy) (time.Duration, time.Duration) { return p.Window, p.CallTimeout }, "…"},
-	//   {"probe_lease", "call_timeout", func(p Policy) (time.Duration, time.Duration) { return p.ProbeLease, p.CallTimeout }, "…"},
+	{
+		"window", "call_timeout",
+		func(p Policy) (time.Duration, time.Duration) { return p.Window, p.CallTimeout },
+		"a call that runs to its timeout has left the window when it ends, so timeouts are never counted",
+	},
+	{
+		"probe_lease", "call_timeout",
+		func(p Policy) (time.Duration, time.Duration) { return p.ProbeLease, p.CallTimeout },
+		"a probe that runs to its timeout is judged failed by its lease while it still runs",
+	},
+	// probe_lease ≥ slow_call is checked in Validate itself.
 }
 
 // layerErrs reports the pairs of resolved policy r whose outer duration does

@@ -74,10 +74,23 @@ type Policy struct {
 	// dependency forever. If 0, 1h.
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 
-	// CallTimeout is the dependency's per-call deadline. The breaker uses it
-	// to bound a half-open probe (a probe that has not answered by then has
-	// failed, and retry_after while a probe is out never exceeds it). If 0,
-	// none.
+	// NoTripOnRetryHint keeps the behaviour before retry hints tripped: a
+	// failure carrying a server retry hint (HTTP 429 or 503 with Retry-After,
+	// a Gemini RetryInfo) counts as one ordinary failure, and the hint only
+	// sets a floor for the hold once the thresholds open the breaker. By
+	// default such a failure opens the breaker at once, for the hint (capped
+	// at MaxRetryHint), for tools and model endpoints alike.
+	NoTripOnRetryHint bool `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
+
+	// CallTimeout is the dependency's per-call deadline. A guarded function
+	// tool (callbacks.GuardedTool) runs with a context carrying it, and a
+	// call that ends after it counts as a failure of the dependency (the
+	// caller's own cancellation stays excluded); model endpoints and MCP
+	// servers have their own timeouts (failover.Endpoint.Timeout, mcpguard
+	// policies). The breaker also uses it to bound a half-open probe (a probe
+	// that has not answered by then has failed, and retry_after while a probe
+	// is out never exceeds it). If 0, none. Window and ProbeLease must exceed
+	// it.
 	CallTimeout time.Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
 
 	// DisableConsecutiveFailures turns the consecutive-failure trip off; only
@@ -265,7 +278,7 @@ func (p Policy) Validate() error {
 	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
 		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
 	}
-	if p.Window >= 0 && p.SlowCall >= 0 {
+	if p.Window >= 0 && p.SlowCall >= 0 && p.CallTimeout >= 0 {
 		errs = append(errs, layerErrs(r)...) // layers.go: the layered-timeout rule
 	}
 	errs = append(errs, p.validateContain()...)

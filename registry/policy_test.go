@@ -136,8 +136,8 @@ func TestNewReportsEveryProblem(t *testing.T) {
 		"default policy: half_open_probes",
 		`policy "search": open_jitter`,
 		`policy key "": registry: invalid dependency key`,
-		"max breakers: must be ≥ 0",
-		"notify queue: must be ≥ 0",
+		"max breakers: must be in [0, 1048576]",
+		"notify queue: must be in [0, 1048576]",
 	} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q:\n%v", want, err)

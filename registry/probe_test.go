@@ -95,7 +95,7 @@ func TestLostProbeExpiresAtLease(t *testing.T) {
 				}
 			case "admit":
 				_, d := b.Admit()
-				if want := (registry.Decision{State: open, Reason: registry.RefusedOpen, RetryAfter: 2 * hold, At: clk.Now()}); d != want {
+				if want := (registry.Decision{State: open, Reason: registry.RefusedOpen, RetryAfter: 2 * hold, At: clk.Now(), Cause: registry.CauseLeaseExpired}); d != want {
 					t.Fatalf("Admit at lease expiry = %+v, want %+v", d, want)
 				}
 			}

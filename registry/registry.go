@@ -12,6 +12,14 @@ import (
 // DefaultMaxBreakers is the default cap on breakers in one Registry.
 const DefaultMaxBreakers = 1024
 
+// MaxBreakersLimit is the largest cap WithMaxBreakers accepts. Sizes derived
+// from the cap (the plugin's binding cache holds a few entries per breaker)
+// stay far from integer overflow.
+const MaxBreakersLimit = 1 << 20
+
+// MaxNotifyQueue is the largest queue WithNotifyQueue accepts.
+const MaxNotifyQueue = 1 << 20
+
 // Registry maps dependency keys to breakers. It is the single owner of breaker
 // state: share one Registry between the plugin, failover models and MCP
 // toolsets so that a dependency has one breaker wherever it is called from.
@@ -139,8 +147,8 @@ func New(opts ...Option) (*Registry, error) {
 		}
 		resolved[k] = p.WithDefaults()
 	}
-	if cfg.max < 0 {
-		errs = append(errs, fmt.Errorf("max breakers: must be ≥ 0, got %d", cfg.max))
+	if cfg.max < 0 || cfg.max > MaxBreakersLimit {
+		errs = append(errs, fmt.Errorf("max breakers: must be in [0, %d], got %d", MaxBreakersLimit, cfg.max))
 	}
 	if cfg.max == 0 {
 		cfg.max = DefaultMaxBreakers
@@ -148,8 +156,8 @@ func New(opts ...Option) (*Registry, error) {
 	if cfg.max > 0 && len(resolved) > cfg.max {
 		errs = append(errs, fmt.Errorf("max breakers: %d policies configured but the cap is %d", len(resolved), cfg.max))
 	}
-	if cfg.queue < 0 {
-		errs = append(errs, fmt.Errorf("notify queue: must be ≥ 0, got %d", cfg.queue))
+	if cfg.queue < 0 || cfg.queue > MaxNotifyQueue {
+		errs = append(errs, fmt.Errorf("notify queue: must be in [0, %d], got %d", MaxNotifyQueue, cfg.queue))
 	}
 	if cfg.queue == 0 {
 		cfg.queue = 4096

@@ -15,6 +15,7 @@ import "time"
 type Reservation struct {
 	b     *Breaker
 	done  func(error)
+	gen   uint64 // the breaker's Reset generation at admission
 	start time.Time
 	probe Ticket // valid only for half-open probes
 	tr    track  // contain bookkeeping (contain.go)
@@ -45,11 +46,12 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 	if b.ct != nil {
 		return b.tryReserveContained(r)
 	}
+	gen := b.gen.Load() // before admission: see applyHint
 	done, ok := b.allowClosed()
 	if !ok {
 		return false
 	}
-	r.b, r.done, r.probe, r.tr = b, done, Ticket{}, 0
+	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, 0, gen
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
@@ -59,7 +61,14 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 // Valid reports whether r came from an admitted call.
 func (r Reservation) Valid() bool { return r.b != nil }
 
-// Report reports the outcome with an optional server retry hint (0 for none).
+// Probe reports whether r is a half-open probe. An owner that must drop
+// entries to bound its memory drops ordinary calls, never probes: releasing
+// a probe unreported frees its slot and admits a second probe while the
+// first is still running.
+func (r *Reservation) Probe() bool { return r.probe.Valid() }
+
+// Report reports the outcome with an optional server retry hint (0 for none;
+// see Ticket.DoneWithRetryAfter for what a hint does).
 func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if r.b == nil {
 		return
@@ -68,11 +77,32 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
 	}
+	if hint > 0 {
+		r.b.applyHint(o, hint, r.gen) // a trip moves gobreaker on: the report below is then ignored
+	}
 	if r.tr != 0 {
-		r.done(r.b.trackedOutcome(r.tr, o, hint, r.start))
+		r.done(r.b.trackedOutcome(r.tr, o, r.start))
 		return
 	}
-	r.done(r.b.outcomeErr(o, hint, r.start))
+	r.done(r.b.outcomeErr(o, r.start))
+}
+
+// Trip opens the breaker for hold with cause (see Breaker.Trip), unless r
+// was admitted before a Reset: an outcome of a call the fresh breaker never
+// admitted must not open it. The caller still reports r (that report is then
+// ignored, as the trip counted the failure).
+func (r *Reservation) Trip(hold time.Duration, cause Cause) {
+	if r.b == nil {
+		return
+	}
+	gen := r.gen
+	if r.probe.Valid() {
+		gen = r.probe.r.gen
+	}
+	if r.b.gen.Load() != gen {
+		return
+	}
+	r.b.Trip(hold, cause)
 }
 
 // Closed reports, without locking, whether the breaker is closed right now.

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -89,6 +90,12 @@ type Decision struct {
 	// At is when a refusal was decided, by the registry's clock (zero for an
 	// admitted call). Callers reuse it instead of reading the clock again.
 	At time.Time
+	// Cause is what opened the breaker that refused the call (CauseTrip,
+	// CauseProbeFailed, CauseRetryHint, CauseQuotaExhausted, CauseIsolated,
+	// …); zero when Allowed. It tells a hold a server asked for from one
+	// the thresholds set, from the breaker's own record: there is no second
+	// copy to go stale after a Reset.
+	Cause Cause
 	// Shadow is true when a breaker in shadow mode (Policy.Shadow) would have
 	// refused the call and admitted it instead: Allowed is true, Reason,
 	// State and RetryAfter say what the refusal would have been, and the
@@ -105,6 +112,14 @@ func (d Decision) Err(key Key) error {
 	}
 	return &OpenError{Key: key, State: d.State, Reason: d.Reason, RetryAfter: d.RetryAfter}
 }
+
+// UntilReset is the RetryAfter of an isolated dependency: it admits nothing
+// until an operator resets it, so no retry time would be true. It is the
+// largest Duration, so code that waits for the shortest RetryAfter, or
+// treats any positive one as "not now", stays correct; payloads and messages
+// (package degrade, whose UntilReset is the same value) name no time for it,
+// and the retry_after gauge reports -1.
+const UntilReset = time.Duration(math.MaxInt64)
 
 // Cause says what moved a breaker.
 type Cause uint8

@@ -25,6 +25,7 @@ type ticketRec struct {
 	seq   atomic.Uint64
 	b     *Breaker
 	done  func(error)
+	gen   uint64    // the breaker's Reset generation at issue (see applyHint)
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
@@ -43,6 +44,7 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 		r = ticketPool.Get().(*ticketRec)
 	}
 	r.b, r.done, r.probe, r.lease, r.tr = b, done, probe, lease, 0
+	r.gen = b.gen.Load()
 	if b.pol.SlowCall > 0 {
 		r.start = b.reg.clock.Now()
 	} else {
@@ -78,25 +80,39 @@ func (t Ticket) Probe() bool {
 // ticket was already reported (or expired, for a probe).
 func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 
-// DoneWithRetryAfter reports the outcome together with a server retry hint,
-// which becomes a floor for the open hold (see Breaker.ObserveRetryAfter).
+// DoneWithRetryAfter reports the outcome together with a server retry hint.
+// A failure with a hint opens the breaker at once for the hint, unless the
+// policy sets NoTripOnRetryHint; otherwise the hint becomes a floor for the
+// open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, start, probe, tr := r.b, r.done, r.start, r.probe, r.tr
+	b, done, start, probe, tr, gen := r.b, r.done, r.start, r.probe, r.tr, r.gen
 	r.b, r.done = nil, nil
 	if !probe {
 		ticketPool.Put(r)
 	}
 	var err error
 	if tr != 0 {
-		err = b.trackedOutcome(tr, o, hint, start)
+		err = b.trackedOutcome(tr, o, start)
 	} else {
-		err = b.outcomeErr(o, hint, start)
+		err = b.outcomeErr(o, start)
 	}
-	done(err)
+	switch {
+	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && b.gen.Load() == gen:
+		// A failed probe with a hint re-opens for at least the hint, with
+		// the hint's cause.
+		b.ObserveRetryAfter(hint)
+		b.failProbe(done, CauseRetryHint)
+	case hint > 0:
+		b.applyHint(o, hint, gen) // a trip moves gobreaker on: done below is then ignored
+		done(err)
+	default:
+		done(err)
+	}
 	if probe {
 		b.mu.Lock()
 		for i, p := range b.probes {
@@ -110,13 +126,10 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	return true
 }
 
-// outcomeErr records a retry hint and translates an outcome into the error
-// handed to gobreaker's done: a success slower than Policy.SlowCall is a
-// failure.
-func (b *Breaker) outcomeErr(o Outcome, hint time.Duration, start time.Time) error {
-	if hint > 0 {
-		b.ObserveRetryAfter(hint)
-	}
+// outcomeErr translates an outcome into the error handed to gobreaker's
+// done: a success slower than Policy.SlowCall is a failure. (Retry hints are
+// applied by the caller: see applyHint.)
+func (b *Breaker) outcomeErr(o Outcome, start time.Time) error {
 	if o == Success && b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
 		o = Failure
 	}

@@ -49,7 +49,7 @@ func TestClosedToOpen(t *testing.T) {
 	// Then it opens for OpenFor, refuses calls and tells subscribers once
 	wantState(t, b, open, 10*time.Second)
 	_, d := b.Admit()
-	if want := (registry.Decision{State: open, Reason: registry.RefusedOpen, RetryAfter: 10 * time.Second, At: clk.Now()}); d != want {
+	if want := (registry.Decision{State: open, Reason: registry.RefusedOpen, RetryAfter: 10 * time.Second, At: clk.Now(), Cause: registry.CauseTrip}); d != want {
 		t.Errorf("Admit = %+v, want %+v", d, want)
 	}
 	c := b.Counts()

@@ -45,7 +45,8 @@ type Dependency struct {
 	Since          time.Time `json:"since"`
 	InStateSeconds float64   `json:"in_state_seconds"`
 	// RetryAfterSeconds is the time until the breaker next admits a probe;
-	// 0 when closed or when a probe may go now.
+	// 0 when closed or when a probe may go now; -1 while isolated (it admits
+	// nothing until an operator resets it: there is no retry time).
 	RetryAfterSeconds float64 `json:"retry_after_seconds"`
 	// FailureRate is failures / (successes + failures) in the current window
 	// (closed) or probe round (half-open); null when nothing was counted.
@@ -106,7 +107,7 @@ func (h *Handler) Document() Document {
 			State:             s.State.String(),
 			Isolated:          s.Isolated,
 			Since:             s.Since.UTC(),
-			RetryAfterSeconds: s.RetryAfter.Seconds(),
+			RetryAfterSeconds: retrySeconds(s.RetryAfter),
 			Counts: Counts{
 				Requests: s.Counts.Requests, Successes: s.Counts.Successes, Failures: s.Counts.Failures,
 				Exclusions: s.Counts.Exclusions, ConsecutiveFailures: s.Counts.ConsecutiveFailures,
@@ -192,4 +193,12 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Cache-Control", "no-store")
 	// Always 200: degraded is not down.
 	_ = json.NewEncoder(w).Encode(h.HealthDocument())
+}
+
+// retrySeconds is a retry delay in seconds: -1 for registry.UntilReset.
+func retrySeconds(d time.Duration) float64 {
+	if d == registry.UntilReset {
+		return -1
+	}
+	return d.Seconds()
 }

@@ -96,6 +96,10 @@ func TestDocumentAndHealth(t *testing.T) {
 		{"billing open", func() { billing.Trip(30*time.Second, registry.CauseRetryHint) }, "warn", "open", 30},
 		{"ten seconds later", func() { clk.Advance(10 * time.Second) }, "warn", "open", 20},
 		{"reset", func() { reg.Reset("billing") }, "pass", "closed", 0},
+		// Isolated until an operator resets it: no retry time (-1), never
+		// the policy's OpenFor nor a 292-year countdown.
+		{"isolated", func() { _ = reg.Isolate("billing") }, "warn", "open", -1},
+		{"reset again", func() { reg.Reset("billing") }, "pass", "closed", 0},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -143,7 +147,7 @@ func TestDocumentAndHealth(t *testing.T) {
 	for _, tr := range d.Transitions {
 		causes = append(causes, tr.Dependency+":"+tr.From+">"+tr.To+":"+tr.Cause)
 	}
-	if got, want := strings.Join(causes, " "), "billing:closed>open:retry_hint billing:open>closed:reset"; got != want {
+	if got, want := strings.Join(causes, " "), "billing:closed>open:retry_hint billing:open>closed:reset billing:closed>open:isolated billing:open>closed:reset"; got != want {
 		t.Errorf("transitions = %q, want %q", got, want)
 	}
 }

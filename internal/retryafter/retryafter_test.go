@@ -38,3 +38,35 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+func TestParseHugeIsCapped(t *testing.T) {
+	now := time.Unix(1_800_000_000, 0)
+	for _, v := range []string{"9223372036854775807", "99999999999999999999999", "18446744073709551616"} {
+		if got := retryafter.Parse(v, now); got != retryafter.Max {
+			t.Errorf("Parse(%q) = %v, want %v", v, got, retryafter.Max)
+		}
+	}
+	for _, v := range []string{"-99999999999999999999999", "+5", "0"} {
+		if got := retryafter.Parse(v, now); got != 0 {
+			t.Errorf("Parse(%q) = %v, want 0", v, got)
+		}
+	}
+}
+
+func TestDurationAndSeconds(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want time.Duration
+	}{
+		{"7s", 7 * time.Second}, {"1.5s", 1500 * time.Millisecond}, {"0s", 0}, {"-3s", 0},
+		{"10000000000s", retryafter.Max}, {"1e10s", retryafter.Max}, {"NaNs", 0}, {"x", 0},
+		{"1m30s", 90 * time.Second}, {"Infs", retryafter.Max},
+	} {
+		if got := retryafter.Duration(tc.in); got != tc.want {
+			t.Errorf("Duration(%q) = %v, want %v", tc.in, got, tc.want)
+		}
+	}
+	if got := retryafter.Seconds(1e10); got != retryafter.Max {
+		t.Errorf("Seconds(1e10) = %v, want Max", got)
+	}
+}

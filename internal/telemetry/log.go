@@ -122,13 +122,17 @@ func (o *LogObserver) ShortCircuit(ctx context.Context, ev callbacks.ShortCircui
 	if ev.ThisTurn != 1 {
 		return
 	}
-	o.log(ctx, string(ev.Dependency), slog.LevelInfo, LogShortCircuit,
+	attrs := []slog.Attr{
 		slog.String(LogKeyInvocation, ev.InvocationID),
 		slog.String(LogKeyDependency, string(ev.Dependency)),
 		slog.String(LogKeyTool, ev.Tool),
 		slog.String(LogKeyReason, string(ev.Reason)),
 		slog.Duration(LogKeyRetryAfter, ev.RetryAfter),
-	)
+	}
+	if ev.RetryAfter == registry.UntilReset {
+		attrs = attrs[:4] // isolated until an operator resets it: no retry time
+	}
+	o.log(ctx, string(ev.Dependency), slog.LevelInfo, LogShortCircuit, attrs...)
 }
 
 // TurnEnded logs a turn BeforeModel ended with the plugin's own answer.

@@ -15,6 +15,7 @@ const (
 	MetricOpenDuration       = "adkbreaker.breaker.open_duration"
 	MetricProbes             = "adkbreaker.probes"
 	MetricCalls              = "adkbreaker.calls"
+	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
 )
 
 // Metric attribute keys. Values are bounded: dependencies come from
@@ -53,7 +54,10 @@ const (
 const (
 	EventShortCircuit = "adkbreaker.short_circuit"
 	EventTurnEnded    = "adkbreaker.turn_ended"
-	SpanTransition    = "adkbreaker.transition"
+	// EventOutcomeMismatch: a failed tool call reached the plugin as a
+	// success (a plugin registered ahead of adkbreaker rewrote it).
+	EventOutcomeMismatch = "adkbreaker.outcome_mismatch"
+	SpanTransition       = "adkbreaker.transition"
 )
 
 // Overflow is the attribute value used once an attribute-set cache is full,

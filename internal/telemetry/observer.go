@@ -2,12 +2,14 @@ package telemetry
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // ShortCircuit counts one refused tool call and annotates the span current in
@@ -37,7 +39,7 @@ func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortC
 		attribute.String(SpanDependency, string(ev.Dependency)),
 		attribute.String(SpanReason, string(ev.Reason)),
 		attribute.String(SpanState, ev.State.String()),
-		attribute.Float64(SpanRetryAfter, ev.RetryAfter.Seconds()),
+		attribute.Float64(SpanRetryAfter, retrySeconds(ev.RetryAfter)),
 		attribute.Int(SpanThisTurn, ev.ThisTurn),
 		attribute.Bool(SpanTerminal, ev.Terminal),
 		attribute.String(SpanTool, ev.Tool),
@@ -81,6 +83,32 @@ func (in *Instrumentation) TurnEnded(ctx context.Context, ev callbacks.TurnEndEv
 
 func mkTurnSet(r callbacks.TurnEndReason) []metric.AddOption {
 	return addOpts(attribute.String(AttrReason, string(r)))
+}
+
+// retrySeconds is a retry delay in seconds for gauges and span attributes:
+// -1 for registry.UntilReset (an isolated dependency has no retry time).
+func retrySeconds(d time.Duration) float64 {
+	if d == registry.UntilReset {
+		return -1
+	}
+	return d.Seconds()
+}
+
+// OutcomeMismatch counts a failed tool call that the plugin's after-tool
+// callback was shown as a success (a plugin registered ahead of adkbreaker
+// rewrote it), and adds an event to the span current in ctx.
+func (in *Instrumentation) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEvent) {
+	if in == nil {
+		return
+	}
+	defer handlePanic()
+	in.mismatches.Add(ctx, 1, metric.WithAttributes(
+		attribute.String(AttrDependency, string(ev.Dependency)),
+		attribute.String(AttrTool, ev.Tool),
+	))
+	if span := trace.SpanFromContext(ctx); span.IsRecording() {
+		span.AddEvent(EventOutcomeMismatch, trace.WithAttributes(attribute.String(SpanDependency, string(ev.Dependency))))
+	}
 }
 
 func b2i(b bool) int {

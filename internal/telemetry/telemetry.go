@@ -34,6 +34,7 @@ type Instrumentation struct {
 	shortCircuits metric.Int64Counter
 	transitions   metric.Int64Counter
 	turnsEnded    metric.Int64Counter
+	mismatches    metric.Int64Counter
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
 	dropped       metric.Int64ObservableCounter
@@ -104,8 +105,11 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		metric.WithDescription("Breaker state per dependency: 0 closed, 1 half_open, 2 open."))
 	add(MetricBreakerState, err)
 	in.retryAfter, err = m.Float64ObservableGauge(MetricBreakerRetryAfter, metric.WithUnit("s"),
-		metric.WithDescription("Time until the breaker next admits a probe; 0 when calls are admitted now."))
+		metric.WithDescription("Time until the breaker next admits a probe; 0 when calls are admitted now; -1 while isolated (no retry time)."))
 	add(MetricBreakerRetryAfter, err)
+	in.mismatches, err = m.Int64Counter(MetricOutcomeMismatches, metric.WithUnit("{call}"),
+		metric.WithDescription("Failed tool calls the plugin's after-tool callback was shown as successes: a plugin registered ahead of adkbreaker rewrites tool errors."))
+	add(MetricOutcomeMismatches, err)
 	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
 		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
 	add(MetricTransitionsDropped, err)

@@ -104,9 +104,7 @@ func newDemo(ctx context.Context, clock registry.Clock, chain config.ModelChain,
 	// Breaker state changes, in the order they happened.
 	d.reg.Subscribe(func(t registry.Transition) {
 		line := fmt.Sprintf("breaker %s: %s → %s (%s)", d.names[t.Key], t.From, t.To, t.Cause)
-		if t.RetryAfter > 0 {
-			line += fmt.Sprintf(", retry in %s", t.RetryAfter.Round(time.Second))
-		}
+		line += retryIn(t.RetryAfter)
 		d.mu.Lock()
 		d.pending = append(d.pending, line)
 		d.mu.Unlock()
@@ -121,11 +119,7 @@ func newDemo(ctx context.Context, clock registry.Clock, chain config.ModelChain,
 			if to == "" {
 				to = "nothing left"
 			}
-			wait := ""
-			if ev.RetryAfter > 0 {
-				wait = fmt.Sprintf(", retry in %s", ev.RetryAfter.Round(time.Second))
-			}
-			d.print(fmt.Sprintf("  failover %s → %s: %s%s", d.names[ev.From], to, ev.Reason, wait))
+			d.print(fmt.Sprintf("  failover %s → %s: %s%s", d.names[ev.From], to, ev.Reason, retryIn(ev.RetryAfter)))
 		}))
 	if err != nil {
 		return nil, err
@@ -317,4 +311,16 @@ func runOnline(ctx context.Context, logger *slog.Logger) error {
 	d.turn(ctx, "Thanks, bye!")
 	d.summary(-1)
 	return nil
+}
+
+// retryIn says when a breaker admits calls again: nothing when it does now,
+// and no time for an isolated one (registry.UntilReset).
+func retryIn(d time.Duration) string {
+	switch {
+	case d == registry.UntilReset:
+		return ", until an operator resets it"
+	case d > 0:
+		return fmt.Sprintf(", retry in %s", d.Round(time.Second))
+	}
+	return ""
 }

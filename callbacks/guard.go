@@ -1,0 +1,260 @@
+package callbacks
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"time"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/model"
+	"google.golang.org/adk/tool"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// GuardedTool is a function tool whose executions the Handler can see: its
+// Run tells the handler that the tool really ran (an agent's own before-tool
+// callback that refused the call, or answered it from a cache, never reaches
+// Run), records the tool's own result before any callback can change it,
+// and applies the dependency's Policy.CallTimeout to the context the tool
+// runs with. Only outcomes of calls that really ran count for the breaker.
+//
+// It keeps the tool's name, description, declaration and long-running flag,
+// reports the tool's DependencyKey (if any), and Unwrap returns the tool
+// itself, so mappings by name or glob, DependencyKey resolution and
+// callbacks keyed by name see no difference.
+//
+// The plugin guards every protected function tool of each model request by
+// itself (see Config.NoAutoGuard); Handler.Guard and Handler.GuardToolset
+// are for agents that do not run the handler's BeforeModel.
+type GuardedTool struct {
+	inner runnableTool
+	h     *Handler
+}
+
+// runnableTool is ADK's function-tool method set (toolinternal.FunctionTool).
+type runnableTool interface {
+	tool.Tool
+	Declaration() *genai.FunctionDeclaration
+	Run(ctx agent.ToolContext, args any) (map[string]any, error)
+}
+
+// streamingTool is ADK's streaming function tool: it runs with no tool
+// callbacks at all, so guarding it would mark nothing.
+type streamingTool interface {
+	RunStream(ctx agent.ToolContext, args any) iter.Seq2[string, error]
+}
+
+var (
+	_ runnableTool    = (*GuardedTool)(nil)
+	_ DependencyKeyer = (*GuardedTool)(nil)
+)
+
+// Guard returns t guarded by h (see GuardedTool), or t itself when it cannot
+// or need not be guarded: not a function tool, a streaming tool, or already
+// guarded by h. Put the result in llmagent.Config.Tools in place of t.
+func (h *Handler) Guard(t tool.Tool) tool.Tool {
+	if g, ok := t.(*GuardedTool); ok && g.h == h {
+		return t
+	}
+	rt, ok := t.(runnableTool)
+	if !ok {
+		return t
+	}
+	if _, ok := t.(streamingTool); ok {
+		return t
+	}
+	return &GuardedTool{inner: rt, h: h}
+}
+
+// GuardToolset returns ts with every tool it lists guarded by h.
+func (h *Handler) GuardToolset(ts tool.Toolset) tool.Toolset {
+	if ts == nil {
+		return nil
+	}
+	return &guardedToolset{Toolset: ts, h: h}
+}
+
+type guardedToolset struct {
+	tool.Toolset
+	h *Handler
+}
+
+func (s *guardedToolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
+	ts, err := s.Toolset.Tools(ctx)
+	if err != nil {
+		return ts, err
+	}
+	out := make([]tool.Tool, len(ts))
+	for i, t := range ts {
+		out[i] = s.h.Guard(t)
+	}
+	return out, nil
+}
+
+// Unwrap returns the guarded tool.
+func (g *GuardedTool) Unwrap() tool.Tool { return g.inner }
+
+// Unwrap returns the tool inside a GuardedTool, or t itself.
+func Unwrap(t tool.Tool) tool.Tool {
+	if g, ok := t.(*GuardedTool); ok {
+		return g.inner
+	}
+	return t
+}
+
+// Name returns the tool's name.
+func (g *GuardedTool) Name() string { return g.inner.Name() }
+
+// Description returns the tool's description.
+func (g *GuardedTool) Description() string { return g.inner.Description() }
+
+// IsLongRunning returns the tool's flag.
+func (g *GuardedTool) IsLongRunning() bool { return g.inner.IsLongRunning() }
+
+// Declaration returns the tool's declaration.
+func (g *GuardedTool) Declaration() *genai.FunctionDeclaration { return g.inner.Declaration() }
+
+// DependencyKey returns the tool's DependencyKey, or "" when it has none.
+func (g *GuardedTool) DependencyKey() string {
+	if dk, ok := g.inner.(DependencyKeyer); ok {
+		return dk.DependencyKey()
+	}
+	return ""
+}
+
+// DisplayResultOnSkipSummarization delegates to the tool (ADK's agent tool
+// implements it).
+func (g *GuardedTool) DisplayResultOnSkipSummarization() bool {
+	d, ok := g.inner.(interface{ DisplayResultOnSkipSummarization() bool })
+	return ok && d.DisplayResultOnSkipSummarization()
+}
+
+// ProcessRequest declares the tool to the model as itself, so that ADK
+// dispatches calls (and passes the tool to callbacks) as this GuardedTool:
+// the tool's own ProcessRequest runs, then its entry in req.Tools is
+// replaced by g.
+func (g *GuardedTool) ProcessRequest(ctx agent.ToolContext, req *model.LLMRequest) error {
+	rp, ok := g.inner.(interface {
+		ProcessRequest(agent.ToolContext, *model.LLMRequest) error
+	})
+	if !ok {
+		return packTool(req, g)
+	}
+	if err := rp.ProcessRequest(ctx, req); err != nil {
+		return err
+	}
+	if req.Tools != nil && req.Tools[g.Name()] != nil {
+		req.Tools[g.Name()] = g
+		return nil
+	}
+	return packTool(req, g)
+}
+
+// packTool registers t in req.Tools and appends its declaration to the
+// request's function-declarations tool, as ADK's internal packing does.
+func packTool(req *model.LLMRequest, t runnableTool) error {
+	if req.Tools == nil {
+		req.Tools = make(map[string]any)
+	}
+	if cur, ok := req.Tools[t.Name()]; ok && cur != any(t) {
+		return errors.New("duplicate tool: " + t.Name())
+	}
+	req.Tools[t.Name()] = t
+	decl := t.Declaration()
+	if decl == nil {
+		return nil
+	}
+	if req.Config == nil {
+		req.Config = &genai.GenerateContentConfig{}
+	}
+	for _, gt := range req.Config.Tools {
+		if gt != nil && gt.FunctionDeclarations != nil {
+			gt.FunctionDeclarations = append(gt.FunctionDeclarations, decl)
+			return nil
+		}
+	}
+	req.Config.Tools = append(req.Config.Tools, &genai.Tool{FunctionDeclarations: []*genai.FunctionDeclaration{decl}})
+	return nil
+}
+
+// errCallTimeout is the cancellation cause of Policy.CallTimeout.
+var errCallTimeout = errors.New("adkbreaker: tool call timeout")
+
+// Run marks the call as really run, runs the tool (under the dependency's
+// CallTimeout, if set) and reports its own outcome to the breaker before any
+// callback sees it.
+func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
+	h := g.h
+	call := ctx.FunctionCallID()
+	bd, tracked := h.tix.markRan(ctx, call, h.clock.Now())
+	if bd == nil {
+		bd = h.res.lookupTool(g.inner)
+	}
+	runCtx := ctx
+	var dctx context.Context
+	if bd != nil && bd.callTimeout > 0 {
+		var cancel context.CancelFunc
+		dctx, cancel = context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
+		defer cancel()
+		runCtx = &deadlineToolContext{ToolContext: ctx, ctx: dctx}
+	}
+	res, err := g.inner.Run(runCtx, args)
+	if tracked {
+		o := h.judge(ctx, dctx, bd, err)
+		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
+	}
+	return res, err
+}
+
+// judge classifies the outcome of a guarded call: the caller's cancellation
+// is excluded, our CallTimeout is a failure (even when a tool that ignores
+// its context succeeds after it), anything else is classified as usual.
+func (h *Handler) judge(ctx, dctx context.Context, bd *binding, err error) registry.Outcome {
+	switch {
+	case ctx.Err() != nil:
+		return registry.Excluded
+	case dctx != nil && context.Cause(dctx) == errCallTimeout:
+		return registry.Failure
+	case err == nil:
+		return registry.Success
+	}
+	return h.classify(ctx, bd, err)
+}
+
+// deadlineToolContext is a tool context whose context.Context part carries
+// a deadline of ours; every other method (state, actions, artifacts, IDs)
+// is the call's own tool context, so the tool's effects land where ADK
+// expects them.
+type deadlineToolContext struct {
+	agent.ToolContext
+	ctx context.Context
+}
+
+func (c *deadlineToolContext) Deadline() (time.Time, bool) { return c.ctx.Deadline() }
+func (c *deadlineToolContext) Done() <-chan struct{}       { return c.ctx.Done() }
+func (c *deadlineToolContext) Err() error                  { return c.ctx.Err() }
+func (c *deadlineToolContext) Value(key any) any           { return c.ctx.Value(key) }
+
+// guardRequest replaces every protected function tool of req by its
+// GuardedTool (BeforeModel runs after ADK registered the request's tools and
+// before it builds the tool table it dispatches calls from).
+func (h *Handler) guardRequest(req *model.LLMRequest) {
+	for name, v := range req.Tools {
+		t, ok := v.(tool.Tool)
+		if !ok {
+			continue
+		}
+		if _, ok := t.(*GuardedTool); ok {
+			continue
+		}
+		if !h.res.protects(t) {
+			continue
+		}
+		if g := h.Guard(t); g != t {
+			req.Tools[name] = g
+		}
+	}
+}
