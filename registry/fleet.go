@@ -72,7 +72,10 @@ func (b *Breaker) gateProbe(now time.Time) (d Decision, refused bool) {
 	if ok {
 		return Decision{}, false
 	}
-	_, d = b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0))
+	b.mu.Lock()
+	cause := b.openCause
+	b.mu.Unlock()
+	_, d = b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0), cause)
 	return d, true
 }
 
