@@ -189,7 +189,8 @@ var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
 	call := ctx.FunctionCallID()
-	bd, tracked := h.tix.markRan(ctx, call, h.clock.Now())
+	start := h.clock.Now()
+	bd, tracked := h.tix.markRan(ctx, call, start)
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}
@@ -205,6 +206,9 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	if tracked {
 		o := h.judge(ctx, dctx, bd, err)
 		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
+		if co, ok := h.obs.(CallObserver); ok && bd != nil {
+			co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
+		}
 	}
 	return res, err
 }

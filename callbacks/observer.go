@@ -46,6 +46,27 @@ type MismatchEvent struct {
 	InvocationID string
 }
 
+// CallObserver is implemented by Observers that also want the duration and
+// outcome of every guarded tool call that really ran (the dashboards' call
+// latency). Like MismatchObserver it is found by a type assertion, so
+// existing Observers need not change; the handler reads the clock for it
+// only on guarded calls, which read it anyway.
+type CallObserver interface {
+	CallEnded(ctx context.Context, ev CallEvent)
+}
+
+// CallEvent describes one guarded call that reached its tool.
+type CallEvent struct {
+	Dependency registry.Key
+	Tool       string
+	// Outcome is what the breaker was told (a timeout of ours is a failure,
+	// the caller's cancellation excluded).
+	Outcome registry.Outcome
+	// Duration is from the tool's start to its return, by the registry's
+	// clock.
+	Duration time.Duration
+}
+
 // TurnEndReason says why BeforeModel ended a turn.
 type TurnEndReason string
 

@@ -145,6 +145,14 @@ func (o observers) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
 }
 
 // OutcomeMismatch forwards to the observers that want mismatches.
+func (o observers) CallEnded(ctx context.Context, ev callbacks.CallEvent) {
+	for _, x := range o {
+		if co, ok := x.(callbacks.CallObserver); ok {
+			co.CallEnded(ctx, ev)
+		}
+	}
+}
+
 func (o observers) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEvent) {
 	for _, x := range o {
 		if m, ok := x.(callbacks.MismatchObserver); ok {

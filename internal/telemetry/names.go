@@ -15,6 +15,7 @@ const (
 	MetricOpenDuration       = "adkbreaker.breaker.open_duration"
 	MetricProbes             = "adkbreaker.probes"
 	MetricCalls              = "adkbreaker.calls"
+	MetricCallDuration       = "adkbreaker.call.duration"
 	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
 )
 

@@ -42,6 +42,7 @@ type Instrumentation struct {
 	openDuration  metric.Float64Histogram
 	probes        metric.Int64Counter
 	calls         metric.Int64ObservableCounter
+	callDuration  metric.Float64Histogram
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
@@ -49,6 +50,7 @@ type Instrumentation struct {
 	turnsOver  []metric.AddOption
 	deps       *cache[registry.Key, metric.ObserveOption]
 	callSets   *cache[registry.Key, *[5]metric.ObserveOption]
+	durSets    *cache[callKey, metric.RecordOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -84,6 +86,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
 		callSets: newCache[registry.Key, *[5]metric.ObserveOption](MaxAttributeSets),
+		durSets:  newCache[callKey, metric.RecordOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error
@@ -126,6 +129,10 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.calls, err = m.Int64ObservableCounter(MetricCalls, metric.WithUnit("{call}"),
 		metric.WithDescription("Tool and model calls through a breaker by outcome: success, failure, excluded (counted neither way), short_circuited (refused without calling the dependency)."))
 	add(MetricCalls, err)
+	in.callDuration, err = m.Float64Histogram(MetricCallDuration, metric.WithUnit("s"),
+		metric.WithDescription("Duration of guarded tool calls that reached their tool, by outcome (short-circuits never reach it)."),
+		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
+	add(MetricCallDuration, err)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}
