@@ -259,6 +259,18 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	tk, d := bd.br.Reserve()
+	if d.Shadow {
+		// Shadow mode: the breaker would have refused; the call goes on,
+		// untracked (its outcome is not counted, as if refused), and the
+		// would-be short-circuit is observed with Shadow set.
+		if h.obs != nil {
+			h.obs.ShortCircuit(ctx, ShortCircuitEvent{
+				Dependency: bd.key, Tool: bd.tool, Reason: reasonOf(d.Reason), State: d.State,
+				RetryAfter: d.RetryAfter, InvocationID: inv, Shadow: true,
+			})
+		}
+		return nil, nil
+	}
 	if d.Allowed {
 		if !h.tix.put(ctx, call, inv, tk, bd, flags) {
 			tk.Report(registry.Excluded, 0) // already pending: never track a call twice

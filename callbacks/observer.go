@@ -28,6 +28,11 @@ type ShortCircuitEvent struct {
 	TurnTotal    int  // across all dependencies
 	Terminal     bool // the payload told the model to stop calling it
 	InvocationID string
+	// Shadow is true for a breaker in shadow mode (registry.Policy.Shadow):
+	// the call was NOT refused, this is what would have been. ThisTurn and
+	// TurnTotal are 0 (nothing was counted toward the turn's limits) and no
+	// payload was returned.
+	Shadow bool
 }
 
 // MismatchObserver is implemented by Observers that also want outcome

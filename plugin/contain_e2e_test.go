@@ -220,7 +220,7 @@ func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	if got := obs.reasons(); len(got) != 1 || got[0] != degrade.ReasonSaturated {
 		t.Fatalf("observer saw %v", got)
 	}
-	if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=enrichment,reason=saturated,terminal=false,tool=enrich"]; got != 1 {
+	if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=enrichment,mode=enforce,reason=saturated,terminal=false,tool=enrich"]; got != 1 {
 		t.Fatalf("short_circuits metric = %v", metrics(t, reader)["adkbreaker.short_circuits"])
 	}
 	e.assertNoPending()

@@ -151,7 +151,7 @@ func TestShortCircuitAnnotatesADKExecuteToolSpan(t *testing.T) {
 	}
 
 	m = metrics(t, reader)
-	if got := m["adkbreaker.short_circuits"]["dependency=billing-api,reason=circuit_open,terminal=false,tool=get_invoice"]; got != 1 {
+	if got := m["adkbreaker.short_circuits"]["dependency=billing-api,mode=enforce,reason=circuit_open,terminal=false,tool=get_invoice"]; got != 1 {
 		t.Fatalf("short_circuits = %v", m["adkbreaker.short_circuits"])
 	}
 }
@@ -176,7 +176,7 @@ func TestTurnEndedIsCountedAndOnInvokeAgent(t *testing.T) {
 	if got := m["adkbreaker.turns_ended"]["reason=short_circuit_budget"]; got != 1 {
 		t.Fatalf("turns_ended = %v", m["adkbreaker.turns_ended"])
 	}
-	if got := m["adkbreaker.short_circuits"]["dependency=billing-api,reason=isolated,terminal=true,tool=get_invoice"]; got != 4 {
+	if got := m["adkbreaker.short_circuits"]["dependency=billing-api,mode=enforce,reason=isolated,terminal=true,tool=get_invoice"]; got != 4 {
 		t.Fatalf("short_circuits = %v (want 1 non-terminal + 4 terminal)", m["adkbreaker.short_circuits"])
 	}
 	var on []string
@@ -227,7 +227,7 @@ func TestTelemetryKeepsTheUsersObserver(t *testing.T) {
 			if obs.count() != 1 {
 				t.Fatalf("user observer saw %d short-circuits", obs.count())
 			}
-			if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=billing-api,reason=isolated,terminal=false,tool=get_invoice"]; got != 1 {
+			if got := metrics(t, reader)["adkbreaker.short_circuits"]["dependency=billing-api,mode=enforce,reason=isolated,terminal=false,tool=get_invoice"]; got != 1 {
 				t.Fatalf("telemetry counted %v", got)
 			}
 		})

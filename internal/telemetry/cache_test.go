@@ -50,7 +50,7 @@ func TestAttributeSetCacheIsBounded(t *testing.T) {
 	if len(got) != 6 {
 		t.Fatalf("series = %d, want 4 cached + 2 overflow: %v", len(got), got)
 	}
-	if got["dependency=_other,reason=_other,terminal=false,tool=_other"] != 3 || got["dependency=_other,reason=_other,terminal=true,tool=_other"] != 3 {
+	if got["dependency=_other,mode=enforce,reason=_other,terminal=false,tool=_other"] != 3 || got["dependency=_other,mode=enforce,reason=_other,terminal=true,tool=_other"] != 3 {
 		t.Fatalf("overflow series = %v", got)
 	}
 }

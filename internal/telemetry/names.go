@@ -31,6 +31,7 @@ const (
 	AttrTo         = "to"
 	AttrCause      = "cause"
 	AttrOutcome    = "outcome"
+	AttrMode       = "mode"
 )
 
 // Span attribute keys, set on the span current in the callback's context
@@ -59,6 +60,14 @@ const (
 	// success (a plugin registered ahead of adkbreaker rewrote it).
 	EventOutcomeMismatch = "adkbreaker.outcome_mismatch"
 	SpanTransition       = "adkbreaker.transition"
+)
+
+// Values of AttrMode on adkbreaker.short_circuits: enforce for a call that
+// was refused, shadow for one a shadow-mode breaker would have refused and
+// let through (registry.Policy.Shadow).
+const (
+	ModeEnforce = "enforce"
+	ModeShadow  = "shadow"
 )
 
 // Overflow is the attribute value used once an attribute-set cache is full,

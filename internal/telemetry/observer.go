@@ -22,12 +22,15 @@ func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortC
 		return
 	}
 	defer handlePanic()
-	k := scKey{dep: ev.Dependency, tool: ev.Tool, reason: string(ev.Reason), terminal: ev.Terminal}
+	k := scKey{dep: ev.Dependency, tool: ev.Tool, reason: string(ev.Reason), terminal: ev.Terminal, shadow: ev.Shadow}
 	opts, ok := in.sc.get(k, mkShortCircuitSet)
 	if !ok {
 		opts = in.scOverflow[b2i(ev.Terminal)]
 	}
 	in.shortCircuits.Add(ctx, 1, opts...)
+	if ev.Shadow {
+		return // nothing was refused: no span annotation, no log record
+	}
 	in.logShortCircuit(ctx, ev)
 
 	span := trace.SpanFromContext(ctx)
@@ -50,11 +53,16 @@ func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortC
 }
 
 func mkShortCircuitSet(k scKey) []metric.AddOption {
+	mode := ModeEnforce
+	if k.shadow {
+		mode = ModeShadow
+	}
 	return addOpts(
 		attribute.String(AttrDependency, string(k.dep)),
 		attribute.String(AttrTool, k.tool),
 		attribute.String(AttrReason, k.reason),
 		attribute.Bool(AttrTerminal, k.terminal),
+		attribute.String(AttrMode, mode),
 	)
 }
 

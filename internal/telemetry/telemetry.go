@@ -60,6 +60,7 @@ type scKey struct {
 	tool     string
 	reason   string
 	terminal bool
+	shadow   bool
 }
 
 // New creates the instruments on mp's meter and a tracer on tp, both under
@@ -139,7 +140,8 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	for i, terminal := range []bool{false, true} {
 		in.scOverflow[i] = addOpts(
 			attribute.String(AttrDependency, Overflow), attribute.String(AttrTool, Overflow),
-			attribute.String(AttrReason, Overflow), attribute.Bool(AttrTerminal, terminal))
+			attribute.String(AttrReason, Overflow), attribute.Bool(AttrTerminal, terminal),
+			attribute.String(AttrMode, ModeEnforce))
 	}
 	in.turnsOver = addOpts(attribute.String(AttrReason, Overflow))
 	return in, nil

@@ -129,8 +129,8 @@ func TestShortCircuitCountsAndAnnotatesTheCurrentSpan(t *testing.T) {
 
 	got := h.collect(t)[telemetry.MetricShortCircuits]
 	want := map[string]float64{
-		"dependency=billing-api,reason=circuit_open,terminal=true,tool=get_invoice":    2,
-		"dependency=billing-api,reason=half_open_busy,terminal=false,tool=get_invoice": 1,
+		"dependency=billing-api,mode=enforce,reason=circuit_open,terminal=true,tool=get_invoice":    2,
+		"dependency=billing-api,mode=enforce,reason=half_open_busy,terminal=false,tool=get_invoice": 1,
 	}
 	if d := cmp.Diff(want, got); d != "" {
 		t.Fatalf("%s (-want +got):\n%s", telemetry.MetricShortCircuits, d)
