@@ -445,7 +445,10 @@ func (h *Handler) storeLastGood(ctx agent.ToolContext, bd *binding, args, result
 const reflectionType = "ERROR_HANDLED_BY_REFLECT_AND_RETRY_PLUGIN"
 
 func isReflection(result map[string]any) bool {
-	if len(result) == 0 {
+	// retryandreflect's results have five keys (ADK v1.7.0): a smaller
+	// result cannot be one, and most successes are spared the map lookup
+	// (about 50 instructions on the closed path).
+	if len(result) < 5 {
 		return false
 	}
 	rt, _ := result["response_type"].(string)
