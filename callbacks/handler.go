@@ -379,7 +379,17 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	}
 	call := ctx.FunctionCallID()
 	plain := err == nil && !isReflection(result)
-	p, found, handled := h.tix.takeEntry(ctx, call, plain)
+	if plain {
+		bd, found, handled := h.tix.takePlainSuccess(ctx, call)
+		if !found {
+			return nil, nil
+		}
+		if handled { // an ordinary success, reported in place
+			h.storeLastGood(ctx, bd, args, result)
+			return nil, nil
+		}
+	}
+	p, found, handled := h.tix.takeEntry(ctx, call, false)
 	if !found {
 		return nil, nil
 	}

@@ -257,6 +257,33 @@ func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding
 	return p.tk, p.bd
 }
 
+// takePlainSuccess is AfterTool's fast path for the common case: an
+// ordinary call (unguarded, not a probe) that succeeded is reported in place
+// under the shard lock and removed, and only its binding is returned — no
+// pending entry is copied out (takeEntry's return value is ~150 bytes). found
+// is false when there is no entry; handled is false, with the entry left in
+// place, when it needs takeEntry's full path.
+func (t *tickets) takePlainSuccess(ctx callKey, call string) (bd *binding, found, handled bool) {
+	s := t.shard(call)
+	s.mu.Lock()
+	if i := s.indexLocked(ctx); i >= 0 {
+		e := &s.small[i]
+		if e.flags != 0 || e.tk.Probe() {
+			s.mu.Unlock()
+			return nil, true, false
+		}
+		e.tk.Report(registry.Success, 0)
+		bd = e.bd
+		s.removeAtLocked(i)
+		s.n.Store(int32(s.lenLocked()))
+		s.mu.Unlock()
+		return bd, true, true
+	}
+	_, found = s.big[ctx]
+	s.mu.Unlock()
+	return nil, found, false
+}
+
 // takeEntry removes ctx's pending call and returns it. With plainSuccess,
 // an ordinary call (unguarded, not a probe) is reported as a success in
 // place, under the shard lock, so the reservation is not copied (safe by the
