@@ -31,21 +31,11 @@ func (in *Instrumentation) SetLoggerProvider(lp log.LoggerProvider) {
 
 func defaultLogger() log.Logger { return global.GetLoggerProvider().Logger(ScopeName) }
 
-// logShortCircuit emits the record only when a processor wants it, so that
-// without one (the default global provider is a no-op) it costs one call.
-// Every value is bounded and from configuration or a closed set: the same
-// fields as the payload the model reads, never upstream text.
+// logShortCircuit mirrors a short-circuit. Every value is bounded and from
+// configuration or a closed set: the same fields as the payload the model
+// reads, never upstream text.
 func (in *Instrumentation) logShortCircuit(ctx context.Context, ev callbacks.ShortCircuitEvent) {
-	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: RecordShortCircuit}
-	if !in.logger.Enabled(ctx, params) {
-		return
-	}
-	var r log.Record
-	r.SetEventName(RecordShortCircuit)
-	r.SetSeverity(log.SeverityWarn)
-	r.SetSeverityText("WARN")
-	r.SetBody(attribute.StringValue("adkbreaker short-circuited a call: the dependency is unavailable"))
-	r.AddAttributes(
+	in.emit(ctx, RecordShortCircuit, "adkbreaker short-circuited a call: the dependency is unavailable",
 		attribute.String(AttrDependency, string(ev.Dependency)),
 		attribute.String(AttrTool, ev.Tool),
 		attribute.String(AttrReason, string(ev.Reason)),
@@ -53,19 +43,26 @@ func (in *Instrumentation) logShortCircuit(ctx context.Context, ev callbacks.Sho
 		attribute.Int("this_turn", ev.ThisTurn),
 		attribute.Bool(AttrTerminal, ev.Terminal),
 	)
-	in.logger.Emit(ctx, r)
 }
 
 func (in *Instrumentation) logTurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
-	params := log.EnabledParameters{Severity: log.SeverityWarn, EventName: RecordTurnEnded}
-	if !in.logger.Enabled(ctx, params) {
+	in.emit(ctx, RecordTurnEnded, "adkbreaker ended the turn with a final answer",
+		attribute.String(AttrReason, string(ev.Reason)), attribute.Int("turn_total", ev.TurnTotal))
+}
+
+// emit writes one WARN record linked to the span in ctx, only when a
+// processor wants it: without one (the default global provider is a no-op)
+// it costs the Enabled call, and the attributes are not even built into a
+// record.
+func (in *Instrumentation) emit(ctx context.Context, event, body string, attrs ...attribute.KeyValue) {
+	if !in.logger.Enabled(ctx, log.EnabledParameters{Severity: log.SeverityWarn, EventName: event}) {
 		return
 	}
 	var r log.Record
-	r.SetEventName(RecordTurnEnded)
+	r.SetEventName(event)
 	r.SetSeverity(log.SeverityWarn)
 	r.SetSeverityText("WARN")
-	r.SetBody(attribute.StringValue("adkbreaker ended the turn with a final answer"))
-	r.AddAttributes(attribute.String(AttrReason, string(ev.Reason)), attribute.Int("turn_total", ev.TurnTotal))
+	r.SetBody(attribute.StringValue(body))
+	r.AddAttributes(attrs...)
 	in.logger.Emit(ctx, r)
 }
