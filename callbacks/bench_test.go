@@ -11,6 +11,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/tool"
+	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -49,6 +50,14 @@ type fakeTool struct {
 }
 
 func (t *fakeTool) Name() string { return t.name }
+
+// runTool is a function tool that does nothing (for the guarded path).
+type runTool struct{ fakeTool }
+
+func (t *runTool) Declaration() *genai.FunctionDeclaration {
+	return &genai.FunctionDeclaration{Name: t.name}
+}
+func (t *runTool) Run(agent.ToolContext, any) (map[string]any, error) { return nil, nil }
 
 func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
 	reg, err := registry.New(append([]registry.Option{registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour})}, opts...)...)
@@ -111,6 +120,22 @@ func BenchmarkToolPath(b *testing.B) {
 			}
 		})
 	}
+	// closed-guarded is what the plugin runs by default: BeforeTool, the
+	// GuardedTool's Run (marking the call ran, then reporting the tool's own
+	// outcome) around a no-op tool, and AfterTool.
+	b.Run("closed-guarded", func(b *testing.B) {
+		h := newHandler(b)
+		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+		gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+		b.ReportAllocs()
+		for b.Loop() {
+			if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+				b.Fatal("short-circuited")
+			}
+			res, err := gt.Run(ctx, nil)
+			h.AfterTool(ctx, gt, nil, res, err)
+		}
+	})
 	b.Run("open", func(b *testing.B) {
 		h := newHandler(b)
 		_ = h.Registry().Isolate("get_invoice")

@@ -189,8 +189,12 @@ var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
 	call := ctx.FunctionCallID()
-	start := h.clock.Now()
-	bd, tracked := h.tix.markRan(ctx, call, start)
+	bd, tracked := h.tix.markRan(ctx, call)
+	co, timed := h.obs.(CallObserver)
+	var start time.Time
+	if timed && tracked { // the clock is read only for an observer that wants durations
+		start = h.clock.Now()
+	}
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}
@@ -206,7 +210,7 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	if tracked {
 		o := h.judge(ctx, dctx, bd, err)
 		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
-		if co, ok := h.obs.(CallObserver); ok && bd != nil {
+		if timed && bd != nil {
 			co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 		}
 	}

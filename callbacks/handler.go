@@ -379,7 +379,7 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	}
 	call := ctx.FunctionCallID()
 	plain := err == nil && !isReflection(result)
-	if plain {
+	if g, guarded := t.(*GuardedTool); plain && (!guarded || g.h != h) { // a guarded call takes the full path: one lock, not two
 		bd, found, handled := h.tix.takePlainSuccess(ctx, call)
 		if !found {
 			return nil, nil

@@ -23,12 +23,10 @@ import (
 type callKey = agent.ToolContext
 
 type pending struct {
-	tk  registry.Reservation
-	bd  *binding
-	ctx callKey
-	inv string // for AfterRun's drain
-	// ranAt is when a GuardedTool's Run started (zero until then).
-	ranAt time.Time
+	tk    registry.Reservation
+	bd    *binding
+	ctx   callKey
+	inv   string // for AfterRun's drain
 	flags callFlags
 	// raw is the tool's own outcome, and result its own result, once
 	// flagReported is set.
@@ -192,7 +190,7 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding, flags call
 		s.mu.Unlock()
 		return false
 	}
-	p.bd, p.ctx, p.inv, p.flags, p.ranAt = bd, ctx, inv, flags, time.Time{}
+	p.bd, p.ctx, p.inv, p.flags = bd, ctx, inv, flags
 	s.n.Store(int32(n + 1))
 	s.mu.Unlock()
 	return true
@@ -336,12 +334,11 @@ func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
 // markRan records that a GuardedTool's Run started for ctx's call. It
 // returns the call's binding, and whether its outcome is still to be
 // reported (false for a call the handler did not admit).
-func (t *tickets) markRan(ctx callKey, call string, now time.Time) (bd *binding, tracked bool) {
+func (t *tickets) markRan(ctx callKey, call string) (bd *binding, tracked bool) {
 	t.update(ctx, call, func(p *pending) {
 		bd = p.bd
 		tracked = p.flags&flagReported == 0
 		p.flags |= flagGuarded | flagRan
-		p.ranAt = now
 	})
 	return bd, tracked
 }
