@@ -3,6 +3,7 @@ package callbacks_test
 import (
 	"context"
 	"fmt"
+	"github.com/adkbreaker/adkbreaker/callbacks"
 	"os"
 	"slices"
 	"testing"
@@ -29,6 +30,8 @@ func TestPairedToolPath(t *testing.T) {
 	hClosed := newHandler(t)
 	hPlain := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}))
 	hContained := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}))
+	hGuarded := newHandler(t)
+	gt := hGuarded.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hOpen := newHandler(t)
 	_ = hOpen.Registry().Isolate("get_invoice")
 	tl := &fakeTool{name: "get_invoice"}
@@ -66,6 +69,13 @@ func TestPairedToolPath(t *testing.T) {
 			for range n {
 				hContained.BeforeTool(ctx, tl, nil)
 				hContained.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		}},
+		{"closed, guarded", func() { // the plugin's default: BeforeTool, GuardedTool.Run, AfterTool
+			for range n {
+				hGuarded.BeforeTool(ctx, gt, nil)
+				res, err := gt.Run(ctx, nil)
+				hGuarded.AfterTool(ctx, gt, nil, res, err)
 			}
 		}},
 		{"open short-circuit", func() {
