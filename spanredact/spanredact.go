@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"hash"
 	"strings"
+	"unicode"
 
 	"go.opentelemetry.io/otel/attribute"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
@@ -358,7 +359,7 @@ func (r *Redactor) walk(v any, depth int) any {
 		out := make(map[string]any, len(x))
 		for k, e := range x {
 			name := redact.Text(k, 128)
-			if sensitiveName(k) && !scalar(e) {
+			if sensitiveName(k) && (!scalar(e) || secretNumber(k, e)) {
 				out[name] = redacted
 				continue
 			}
@@ -382,7 +383,53 @@ const redacted = "[redacted]"
 // whole: their value alone may not look like a secret ("hunter2").
 var credentialNames = []string{
 	"password", "passwd", "pwd", "secret", "token", "apikey", "api_key", "api-key",
-	"authorization", "bearer", "cookie", "credential", "private_key", "privatekey", "session",
+	"authorization", "bearer", "cookie", "credential", "private_key", "private-key",
+	"privatekey", "session", "signature", "passcode",
+}
+
+// credentialWords are short names that mark a credential only as a whole
+// word of the member name ("auth", "x-auth", "userPin"), never as a part
+// of one ("author", "shipping").
+var credentialWords = []string{"auth", "pin", "otp"}
+
+// numericSecretNames are credential names whose numeric values are secrets
+// too (a PIN, a one-time code, a numeric password); under the other names a
+// number is a count or a limit ("max_tokens": 100) and stays.
+var numericSecretNames = []string{"password", "passwd", "pwd", "secret", "passcode"}
+
+// secretNumber reports whether v is a number under a name that makes it a
+// secret.
+func secretNumber(name string, v any) bool {
+	if _, ok := v.(float64); !ok {
+		return false
+	}
+	n := strings.ToLower(name)
+	for _, c := range numericSecretNames {
+		if strings.Contains(n, c) {
+			return true
+		}
+	}
+	return hasWord(name, "pin") || hasWord(name, "otp")
+}
+
+// hasWord reports whether w is one of the words of name, split at
+// non-letters and at lower-to-upper case changes (camelCase).
+func hasWord(name, w string) bool {
+	start := 0
+	for i, r := range name + "_" {
+		boundary := !unicode.IsLetter(r) && !unicode.IsDigit(r)
+		camel := i > 0 && unicode.IsUpper(r) && i < len(name) && unicode.IsLower(rune(name[i-1]))
+		if boundary || camel {
+			if strings.EqualFold(name[start:i], w) {
+				return true
+			}
+			start = i
+			if boundary {
+				start = i + 1
+			}
+		}
+	}
+	return false
 }
 
 // scalar reports whether v is a JSON number, boolean, null or empty string:
@@ -399,6 +446,11 @@ func scalar(v any) bool {
 }
 
 func sensitiveName(k string) bool {
+	for _, w := range credentialWords {
+		if hasWord(k, w) {
+			return true
+		}
+	}
 	k = strings.ToLower(k)
 	for _, n := range credentialNames {
 		if strings.Contains(k, n) {

@@ -2,6 +2,7 @@ package statuspage
 
 import (
 	"encoding/json"
+	"errors"
 	"net/http"
 	"time"
 )
@@ -41,6 +42,12 @@ func (h *Handler) serveEvents(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	for {
+		// A client that stops reading must not hold its stream (and its
+		// slot in WithMaxStreams) forever, nor outlive Close: every write
+		// has a deadline.
+		if err := rc.SetWriteDeadline(time.Now().Add(h.o.writeTO)); err != nil && !errors.Is(err, http.ErrNotSupported) {
+			return
+		}
 		if err := h.writeEvent(w); err != nil {
 			return
 		}

@@ -20,6 +20,8 @@ const (
 	DefaultHistory    = 256
 	DefaultRefresh    = 2 * time.Second
 	DefaultMaxStreams = 64
+	// DefaultWriteTimeout bounds each write to an event stream.
+	DefaultWriteTimeout = 10 * time.Second
 	// MinTokenLen is the shortest operator token WithActions accepts.
 	MinTokenLen = 16
 )
@@ -31,6 +33,7 @@ type options struct {
 	history    int
 	refresh    time.Duration
 	maxStreams int
+	writeTO    time.Duration
 	token      string
 	actions    bool
 	logger     *slog.Logger
@@ -49,6 +52,11 @@ func WithRefresh(d time.Duration) Option { return func(o *options) { o.refresh =
 // WithMaxStreams bounds concurrent event-stream clients (default
 // DefaultMaxStreams); further clients get 503.
 func WithMaxStreams(n int) Option { return func(o *options) { o.maxStreams = n } }
+
+// WithWriteTimeout bounds each write to an event stream (default
+// DefaultWriteTimeout): a client that stops reading is disconnected then,
+// freeing its slot.
+func WithWriteTimeout(d time.Duration) Option { return func(o *options) { o.writeTO = d } }
 
 // WithActions enables the operator actions (isolate, reset), authorised by
 // a bearer token of at least MinTokenLen bytes. Without it the actions do
@@ -84,7 +92,7 @@ type Handler struct {
 
 // New returns a Handler over reg. Invalid options are reported together.
 func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
-	o := options{history: DefaultHistory, refresh: DefaultRefresh, maxStreams: DefaultMaxStreams, title: "adkbreaker"}
+	o := options{history: DefaultHistory, refresh: DefaultRefresh, maxStreams: DefaultMaxStreams, writeTO: DefaultWriteTimeout, title: "adkbreaker"}
 	for _, opt := range opts {
 		opt(&o)
 	}
@@ -100,6 +108,9 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	}
 	if o.maxStreams < 1 || o.maxStreams > 1<<16 {
 		errs = append(errs, fmt.Errorf("statuspage: max streams %d out of range [1, 65536]", o.maxStreams))
+	}
+	if o.writeTO < 100*time.Millisecond || o.writeTO > time.Hour {
+		errs = append(errs, fmt.Errorf("statuspage: write timeout %v out of range [100ms, 1h]", o.writeTO))
 	}
 	if o.actions && len(o.token) < MinTokenLen {
 		// Never echo the token.

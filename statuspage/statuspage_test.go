@@ -4,8 +4,10 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -359,5 +361,45 @@ func TestDocumentShowsShadowMode(t *testing.T) {
 	}
 	if _, body := get(t, srv.URL+"/breakers/"); !strings.Contains(body, "shadow: 3 would-be refusals") {
 		t.Error("the page does not show the shadow refusals")
+	}
+}
+
+// TestStalledEventStreamIsCut: a client that opens /events and never reads
+// is disconnected at the write timeout, so Close ends its stream and its
+// slot is freed (review finding: it used to hold both forever).
+func TestStalledEventStreamIsCut(t *testing.T) {
+	reg, _ := newRegistry(t)
+	for i := range 1000 { // a document large enough to fill the socket buffers
+		if _, err := reg.Get(registry.Key(fmt.Sprintf("dependency-%04d-with-a-long-name-to-fill-the-buffers", i))); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, srv := newPage(t, reg, statuspage.WithRefresh(100*time.Millisecond), statuspage.WithMaxStreams(1),
+		statuspage.WithWriteTimeout(300*time.Millisecond))
+	conn, err := net.Dial("tcp", strings.TrimPrefix(srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if _, err := conn.Write([]byte("GET /breakers/events HTTP/1.1\r\nHost: x\r\n\r\n")); err != nil {
+		t.Fatal(err)
+	}
+	// Never read. The stalled stream is cut at its write timeout and the
+	// single slot is free again: a second client gets its stream (poll: the
+	// server's state is not ours to wait on otherwise).
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		resp, err := http.Get(srv.URL + "/breakers/events?probe")
+		if err == nil {
+			code := resp.StatusCode
+			resp.Body.Close()
+			if code == http.StatusOK {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the stalled client still holds the only event-stream slot")
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }
