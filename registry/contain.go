@@ -416,6 +416,7 @@ func (b *Breaker) admitClosed(wait bool) (done func(error), t track, start time.
 // fields are written in place.
 func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	c := b.ct
+	gen := b.gen.Load() // before admission, as TryReserve: see applyHint
 	tr, others, ok := c.join()
 	if !ok {
 		return false // the slow path decides, and counts
@@ -431,7 +432,7 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 		c.leave(tr)
 		return false
 	}
-	r.b, r.done, r.probe, r.tr = b, done, Ticket{}, tr
+	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, tr, gen
 	if b.pol.SlowCall > 0 {
 		r.start = b.reg.clock.Now()
 	}

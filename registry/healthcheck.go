@@ -39,8 +39,8 @@ func WithHealthCheck(k Key, check HealthCheck) Option {
 // caller, starts the check and refuses the caller until the check's timeout.
 func (b *Breaker) healthProbe(now time.Time) (Ticket, Decision) {
 	t, d := b.probe(now)
-	if !d.Allowed || d.State != StateHalfOpen {
-		return t, d // refused, or closed meanwhile: an ordinary call
+	if !d.Allowed || d.Shadow || !t.Valid() || d.State != StateHalfOpen {
+		return t, d // refused (in shadow mode too), or closed meanwhile: an ordinary call
 	}
 	timeout := t.r.lease.Sub(now)
 	b.hcRuns.Add(1)

@@ -65,7 +65,10 @@ func (r Reservation) Valid() bool { return r.b != nil }
 // entries to bound its memory drops ordinary calls, never probes: releasing
 // a probe unreported frees its slot and admits a second probe while the
 // first is still running.
-func (r *Reservation) Probe() bool { return r.probe.Valid() }
+// Ordinary calls admitted on the slow path (after a bulkhead wait, or closed
+// while a probe was asked for) carry a ticket too, so the probe flag copied
+// at issue decides, not the ticket's presence.
+func (r *Reservation) Probe() bool { return r.probe.Valid() && r.probe.probe }
 
 // Report reports the outcome with an optional server retry hint (0 for none;
 // see Ticket.DoneWithRetryAfter for what a hint does).
