@@ -3,9 +3,8 @@ package config_test
 import (
 	"errors"
 	"fmt"
+	"github.com/adkbreaker/adkbreaker/internal/docscheck"
 	"os"
-	"path/filepath"
-	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -84,25 +83,11 @@ func TestDocsListEveryOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, err := filepath.Glob("../plugin/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	re := regexp.MustCompile(`(?m)^func (With\w+)\(`)
-	n := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-			n++
-			if !strings.Contains(string(b), "| `"+m[1]+"(") {
-				t.Errorf("plugin option %s (%s) is missing from the options table of %s", m[1], filepath.Base(name), docPath)
-			}
+	opts, files := docscheck.Options(t, "../plugin/*.go")
+	n := len(opts)
+	for i, o := range opts {
+		if !strings.Contains(string(b), "| `"+o+"(") {
+			t.Errorf("plugin option %s (%s) is missing from the options table of %s", o, files[i], docPath)
 		}
 	}
 	if n == 0 {

@@ -1,10 +1,9 @@
 package fleet_test
 
 import (
+	"github.com/adkbreaker/adkbreaker/internal/docscheck"
 	"os"
-	"path/filepath"
 	"reflect"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -48,22 +47,11 @@ func TestConfigurationDocs(t *testing.T) {
 			}
 		}
 	}
-	files, _ := filepath.Glob("*.go")
-	re := regexp.MustCompile(`(?m)^func (With\w+)\(`)
-	n := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		src, err := os.ReadFile(name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
-			n++
-			if !strings.Contains(doc, "| `"+m[1]+"(") {
-				t.Errorf("fleet option %s is missing from docs/configuration.md", m[1])
-			}
+	opts, _ := docscheck.Options(t, "*.go")
+	n := len(opts)
+	for _, o := range opts {
+		if !strings.Contains(doc, "| `"+o+"(") {
+			t.Errorf("fleet option %s is missing from docs/configuration.md", o)
 		}
 	}
 	if n < 10 {

@@ -1,0 +1,36 @@
+// Package docscheck supports the tests that keep docs/configuration.md
+// honest: it lists the exported With… options a package declares.
+package docscheck
+
+import (
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var optionRE = regexp.MustCompile(`(?m)^func (With\w+)\(`)
+
+// Options returns the With… functions declared in the non-test Go files
+// matching glob, each with the file it is in.
+func Options(t testing.TB, glob string) (names, files []string) {
+	t.Helper()
+	matches, err := filepath.Glob(glob)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range matches {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range optionRE.FindAllStringSubmatch(string(src), -1) {
+			names, files = append(names, m[1]), append(files, filepath.Base(name))
+		}
+	}
+	return names, files
+}
