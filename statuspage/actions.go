@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -11,6 +12,7 @@ import (
 // actionCounts counts operator action attempts by result.
 type actionCounts struct {
 	applied, unauthorized, unknown, invalid atomic.Uint64
+	lastUnauthLog                           atomic.Int64 // unix nanoseconds of the last "refused" log line
 }
 
 // ActionStats counts operator action attempts since the Handler was built.
@@ -39,8 +41,15 @@ func (h *Handler) ActionStats() ActionStats {
 func (h *Handler) serveAction(w http.ResponseWriter, r *http.Request, action string) {
 	log := h.o.logger.With("component", "adkbreaker.statuspage", "action", action, "remote", r.RemoteAddr)
 	if !h.authorized(r) {
-		h.actions.unauthorized.Add(1)
-		log.Warn("adkbreaker: operator action refused: missing or wrong token")
+		n := h.actions.unauthorized.Add(1)
+		// Anyone who reaches the page can send bad tokens: log the first,
+		// then one line per minute with the running count, so a flood of
+		// attempts cannot flood the logs (ActionStats counts every one).
+		if last := h.actions.lastUnauthLog.Load(); n == 1 || time.Since(time.Unix(0, last)) >= time.Minute {
+			if h.actions.lastUnauthLog.CompareAndSwap(last, time.Now().UnixNano()) {
+				log.Warn("adkbreaker: operator action refused: missing or wrong token", "unauthorized_total", n)
+			}
+		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="adkbreaker"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return

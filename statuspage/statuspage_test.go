@@ -12,6 +12,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -402,4 +403,47 @@ func TestStalledEventStreamIsCut(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// TestBadTokensDoNotFloodTheLog: every refused attempt is counted, but only
+// the first is logged within a minute (review finding: one line per attempt).
+func TestBadTokensDoNotFloodTheLog(t *testing.T) {
+	reg, _ := newRegistry(t)
+	if _, err := reg.Get("billing"); err != nil {
+		t.Fatal(err)
+	}
+	var logs strings.Builder
+	var mu sync.Mutex
+	h, err := statuspage.New(reg, statuspage.WithActions(token),
+		statuspage.WithLogger(slog.New(slog.NewTextHandler(lockedWriter{&mu, &logs}, nil))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+	for range 50 {
+		resp, err := http.Post(srv.URL+"/actions/isolate", "application/x-www-form-urlencoded", strings.NewReader("dependency=billing"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+	}
+	mu.Lock()
+	lines := strings.Count(logs.String(), "operator action refused")
+	mu.Unlock()
+	if lines != 1 || h.ActionStats().Unauthorized != 50 {
+		t.Errorf("%d log lines and %d counted for 50 bad attempts, want 1 and 50", lines, h.ActionStats().Unauthorized)
+	}
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  *strings.Builder
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
 }
