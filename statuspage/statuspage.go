@@ -38,6 +38,8 @@ type options struct {
 	actions    bool
 	logger     *slog.Logger
 	title      string
+	fleet      FleetStatus
+	fleetSet   bool
 }
 
 // WithHistory sets how many recent transitions are kept for the page's
@@ -115,6 +117,9 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	if o.actions && len(o.token) < MinTokenLen {
 		// Never echo the token.
 		errs = append(errs, fmt.Errorf("statuspage: operator token must be at least %d bytes", MinTokenLen))
+	}
+	if o.fleetSet && o.fleet == nil {
+		errs = append(errs, errFleetNil)
 	}
 	if len(o.title) > 200 {
 		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
