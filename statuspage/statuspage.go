@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -131,6 +132,7 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 		o.logger = slog.Default()
 	}
 	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}}
+	h.actions.refusedLog = loglimit.New(time.Minute, 1)
 	if o.actions {
 		h.token = sha256.Sum256([]byte(o.token))
 		h.o.token = ""
