@@ -157,4 +157,3 @@ func (o *LogObserver) log(ctx context.Context, key string, level slog.Level, msg
 	}
 	o.l.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 }
-
