@@ -2,6 +2,7 @@ package fleet
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"strings"
 	"sync"
@@ -145,31 +146,31 @@ func (f *Fleet) clearWindow(k registry.Key) {
 	if !ok {
 		return
 	}
-	rep := b.Reported()
 	w := &f.depFor(k).win
 	w.mu.Lock()
-	w.reset(rep)
+	w.reset(b.Reported()) // under the lock: the baseline never moves back
 	w.mu.Unlock()
 }
 
-// count adds s successes and f failures to b's fleet window and opens b
-// when the window meets the rate gate while b is closed. It reports whether
-// it opened b.
-func (f *Fleet) count(b *registry.Breaker, now time.Time, s, fl uint64) bool {
-	if b.State() != registry.StateClosed {
-		return false // counts restart at the next transition
+// count adds s successes and fl failures to b's fleet window if b is
+// closed (otherwise its counts restart at its next transition), and
+// reports whether the window then meets the rate gate. Caller holds w.mu.
+func count(w *window, b *registry.Breaker, now time.Time, s, fl uint64) (counted, meets bool) {
+	if s+fl == 0 || b.State() != registry.StateClosed {
+		return false, false
 	}
 	p := b.Policy()
-	w := &f.depFor(b.Key()).win
-	w.mu.Lock()
 	w.add(now, s, fl, &p)
-	trip := w.meets(&p)
-	w.mu.Unlock()
-	if trip && b.TripFleet() {
-		f.st.fleetRateTrips.Add(1)
-		return true
+	return true, w.meets(&p)
+}
+
+// tripFleet opens b on the fleet's failure rate; it reports whether it did.
+func (f *Fleet) tripFleet(b *registry.Breaker) bool {
+	if !b.TripFleet() {
+		return false
 	}
-	return false
+	f.st.fleetRateTrips.Add(1)
+	return true
 }
 
 // sharer publishes this replica's outcome deltas every share interval.
@@ -199,18 +200,16 @@ func (f *Fleet) share() {
 		if !ok {
 			continue
 		}
-		rep := b.Reported()
 		w := &f.depFor(k).win
 		w.mu.Lock()
+		rep := b.Reported()
 		s, fl := rep[registry.Success]-w.last[0], rep[registry.Failure]-w.last[1]
 		w.last = [2]uint64{rep[registry.Success], rep[registry.Failure]}
+		// Outcomes reported while the breaker is not closed (probes, calls
+		// admitted before a trip) are not the closed window's.
+		counted, meets := count(w, b, now, s, fl)
 		w.mu.Unlock()
-		if s+fl == 0 || b.State() != registry.StateClosed {
-			// Outcomes of probes and of calls admitted before a trip
-			// are not the closed window's.
-			continue
-		}
-		if f.count(b, now, s, fl) {
+		if !counted || (meets && f.tripFleet(b)) {
 			continue
 		}
 		if len(m.entries) == MaxOutcomeKeys {
@@ -232,11 +231,14 @@ func (f *Fleet) share() {
 	err := f.do(func(ctx context.Context) error {
 		return f.client.Publish(ctx, f.channel(), payload).Err()
 	})
-	if err != nil {
+	switch {
+	case errors.Is(err, errRedisOpen):
+		f.st.outDroppedRedis.Add(1)
+	case err != nil:
 		f.st.outPublishFailed.Add(1)
-		return
+	default:
+		f.st.outPublished.Add(1)
 	}
-	f.st.outPublished.Add(1)
 }
 
 // WindowCounts returns what k's fleet window holds now: the successes and
@@ -406,6 +408,12 @@ func (f *Fleet) handleOutcomes(payload string) {
 			f.st.outDroppedUnknown.Add(1)
 			continue
 		}
-		f.count(b, now, e.s, e.f)
+		w := &f.depFor(e.dep).win
+		w.mu.Lock()
+		_, meets := count(w, b, now, e.s, e.f)
+		w.mu.Unlock()
+		if meets {
+			f.tripFleet(b)
+		}
 	}
 }
