@@ -164,6 +164,14 @@ func count(w *window, b *registry.Breaker, now time.Time, s, fl uint64) (counted
 	return true, w.meets(&p)
 }
 
+// since is now-then for cumulative totals, 0 if they went back.
+func since(now, then uint64) uint64 {
+	if now < then {
+		return 0
+	}
+	return now - then
+}
+
 // tripFleet opens b on the fleet's failure rate; it reports whether it did.
 func (f *Fleet) tripFleet(b *registry.Breaker) bool {
 	if !b.TripFleet() {
@@ -203,8 +211,8 @@ func (f *Fleet) share() {
 		w := &f.depFor(k).win
 		w.mu.Lock()
 		rep := b.Reported()
-		s, fl := rep[registry.Success]-w.last[0], rep[registry.Failure]-w.last[1]
-		w.last = [2]uint64{rep[registry.Success], rep[registry.Failure]}
+		s, fl := since(rep[registry.Success], w.last[0]), since(rep[registry.Failure], w.last[1])
+		w.last = [2]uint64{max(rep[registry.Success], w.last[0]), max(rep[registry.Failure], w.last[1])}
 		// Outcomes reported while the breaker is not closed (probes, calls
 		// admitted before a trip) are not the closed window's.
 		counted, meets := count(w, b, now, s, fl)
