@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -146,7 +147,7 @@ type Handler struct {
 	maxDur    time.Duration // turn budget in time; 0: none
 	remove    bool
 	log       *slog.Logger
-	overflow  *logLimiter
+	overflow  *loglimit.Limiter
 	toolNote  bool
 	// adm tells dependency clients sharing the registry (mcpguard) which
 	// calls this handler admitted; the registry holds it weakly.
@@ -226,7 +227,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.res = res
 	h.toolNote = cfg.ToolNote
-	h.overflow = newLogLimiter(time.Minute) // unprotected.go
+	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.adm = registry.NewAdmission(h.admitted)
 	cfg.Registry.AddAdmission(h.adm)

@@ -2,7 +2,6 @@ package callbacks
 
 import (
 	"context"
-	"sync"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
@@ -95,28 +94,4 @@ type TurnEndEvent struct {
 	// including the one answered by the plugin; 0 when no turn budget is set
 	// (they are then not counted).
 	ModelCalls int
-}
-
-// logLimiter allows one log line per key per period.
-type logLimiter struct {
-	mu     sync.Mutex
-	period time.Duration
-	last   map[string]time.Time
-}
-
-func newLogLimiter(period time.Duration) *logLimiter {
-	return &logLimiter{period: period, last: map[string]time.Time{}}
-}
-
-func (l *logLimiter) allow(key string, now time.Time) bool {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if t, ok := l.last[key]; ok && now.Sub(t) < l.period {
-		return false
-	}
-	if len(l.last) > 1024 {
-		clear(l.last)
-	}
-	l.last[key] = now
-	return true
 }

@@ -13,10 +13,11 @@ import (
 // mapped tool goes unprotected because its breaker could not be created
 // (the registry is at capacity, or the key is invalid), naming the run.
 func (h *Handler) unprotected(ctx agent.ToolContext, key registry.Key) {
-	if !h.overflow.allow(string(key), h.clock.Now()) {
+	ok, suppressed := h.overflow.Allow(string(key), h.clock.Now())
+	if !ok {
 		return
 	}
 	_, err := h.reg.Get(key)
 	h.log.LogAttrs(context.WithoutCancel(ctx), slog.LevelWarn, "adkbreaker: dependency left unprotected",
-		slog.String("invocation_id", ctx.InvocationID()), slog.String("dependency", string(key)), slog.Any("error", err))
+		slog.String("invocation_id", ctx.InvocationID()), slog.String("dependency", string(key)), slog.Any("error", err), slog.Int("suppressed", suppressed))
 }

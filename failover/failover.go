@@ -18,6 +18,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -104,7 +105,7 @@ type Model struct {
 	clock    registry.Clock
 	eps      []endpoint
 	log      *slog.Logger
-	logs     *limiter
+	logs     *loglimit.Limiter
 	classify Classifier
 	quotaLoc *time.Location
 	onEvent  func(context.Context, Event)

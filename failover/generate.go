@@ -292,7 +292,7 @@ func (m *Model) leave(ctx context.Context, c *chain, ep *endpoint, r Reason, wai
 	if ep.idx+1 < len(m.eps) {
 		to := &m.eps[ep.idx+1]
 		ev.To, ev.ToModel = to.Key, to.ModelName
-		if ok, suppressed := m.logs.allow(limKey{a: string(ev.From), b: string(ev.To), r: string(r)}, ev.At); ok {
+		if ok, suppressed := m.logs.Allow(limKey{a: string(ev.From), b: string(ev.To), r: string(r)}.String(), ev.At); ok {
 			attrs := []slog.Attr{
 				slog.String("model", m.name), slog.String("from", string(ev.From)), slog.String("to", string(ev.To)),
 				slog.String("reason", string(r)), slog.Duration("retry_after", wait),
@@ -330,7 +330,7 @@ func (m *Model) exhausted(ctx context.Context, c *chain, yield func(*model.LLMRe
 	}
 	e := &Error{Model: m.name, Attempts: c.attempts, RetryAfter: max(first, 0)}
 	now := m.clock.Now()
-	if ok, suppressed := m.logs.allow(limKey{a: m.name, r: "exhausted"}, now); ok {
+	if ok, suppressed := m.logs.Allow(limKey{a: m.name, r: "exhausted"}.String(), now); ok {
 		attrs := []slog.Attr{
 			slog.String("model", m.name), slog.String("first_reason", string(c.fromReason)),
 			slog.Duration("retry_after", e.RetryAfter), slog.Int("endpoints", len(m.eps)),
@@ -387,7 +387,7 @@ func (m *Model) midstream(ctx context.Context, ep *endpoint, v Verdict) {
 		span.SetAttributes(attribute.Bool(AttrMidstreamError, true))
 	}
 	now := m.clock.Now()
-	if ok, suppressed := m.logs.allow(limKey{a: string(ep.Key), r: "midstream"}, now); ok {
+	if ok, suppressed := m.logs.Allow(limKey{a: string(ep.Key), r: "midstream"}.String(), now); ok {
 		m.log.LogAttrs(ctx, slog.LevelWarn, "adkbreaker: model stream failed after its first chunk; not failing over",
 			slog.String("model", m.name), slog.String("endpoint", string(ep.Key)),
 			slog.String("outcome", v.Outcome.String()), slog.String("reason", string(v.Reason)),

@@ -84,12 +84,12 @@ func TestLimiter(t *testing.T) {
 		ok         bool
 		suppressed int
 	}{{0, true, 0}, {time.Second, false, 0}, {9 * time.Second, false, 0}, {10 * time.Second, true, 2}, {11 * time.Second, false, 0}} {
-		ok, n := l.allow(k, t0.Add(tc.at))
+		ok, n := l.Allow(k.String(), t0.Add(tc.at))
 		if ok != tc.ok || n != tc.suppressed {
 			t.Errorf("%d: allow = %v, %d", i, ok, n)
 		}
 	}
-	if ok, _ := l.allow(limKey{a: "y"}, t0.Add(time.Second)); !ok {
+	if ok, _ := l.Allow(limKey{a: "y"}.String(), t0.Add(time.Second)); !ok {
 		t.Error("keys are limited together")
 	}
 }

@@ -3,59 +3,25 @@ package failover
 import (
 	"context"
 	"log/slog"
-	"sync"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// limiter allows one log line per key per interval and counts the lines it
-// suppressed, which the next allowed line reports.
-type limiter struct {
-	mu    sync.Mutex
-	every time.Duration // < 0: allow everything
-	m     map[limKey]*limEntry
-}
-
+// limKey names what a failover log line is about; its key in the limiter
+// is the three parts joined.
 type limKey struct{ a, b, r string }
 
-type limEntry struct {
-	last       time.Time
-	suppressed int
-}
+func (k limKey) String() string { return k.a + "\x00" + k.b + "\x00" + k.r }
 
-// maxLimKeys bounds the limiter. Keys come from closed sets (endpoints ×
-// endpoints × reasons), so the bound only guards against misuse.
-const maxLimKeys = 4096
-
-func newLimiter(every time.Duration) *limiter {
+// newLimiter allows one line per key per every (DefaultLogInterval if 0;
+// negative: every line).
+func newLimiter(every time.Duration) *loglimit.Limiter {
 	if every == 0 {
 		every = DefaultLogInterval
 	}
-	return &limiter{every: every, m: map[limKey]*limEntry{}}
-}
-
-func (l *limiter) allow(k limKey, now time.Time) (ok bool, suppressed int) {
-	if l.every < 0 {
-		return true, 0
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	e := l.m[k]
-	if e == nil {
-		if len(l.m) >= maxLimKeys {
-			clear(l.m)
-		}
-		l.m[k] = &limEntry{last: now}
-		return true, 0
-	}
-	if now.Sub(e.last) < l.every {
-		e.suppressed++
-		return false, 0
-	}
-	n := e.suppressed
-	e.last, e.suppressed = now, 0
-	return true, n
+	return loglimit.New(every, 1)
 }
 
 // LogTransitions logs every state change of the breakers in reg — of keys
@@ -85,7 +51,7 @@ func LogTransitions(reg *registry.Registry, logger *slog.Logger, keys ...registr
 		if only != nil && !only[t.Key] {
 			return
 		}
-		ok, suppressed := lim.allow(limKey{a: string(t.Key), r: t.To.String()}, t.At)
+		ok, suppressed := lim.Allow(limKey{a: string(t.Key), r: t.To.String()}.String(), t.At)
 		if !ok {
 			return
 		}

@@ -65,9 +65,11 @@ const (
 	ringMask        = ringSlots - 1
 	ringGranularity = 10
 	// latencySampleEvery: one admitted call in this many measures its
-	// latency for the derived threshold (every call until minLatencySamples).
+	// latency for the derived threshold (every call until warmSamples: the
+	// tail needs a few dozen samples before its p99 means anything).
 	latencySampleEvery = 128
 	minLatencySamples  = 8
+	warmSamples        = 64
 )
 
 // contain is a breaker's containment state. Fields after the configuration
@@ -104,8 +106,12 @@ type contain struct {
 
 	mu       sync.Mutex
 	closedAt [ringSlots]time.Time // Guarded by mu: when each epoch was closed.
-	opened   time.Time            // Guarded by mu: when the current epoch began.
-	healthy  time.Duration        // Guarded by mu: EWMA of healthy latency.
+	// closedIn: how many of each epoch's calls were in flight when it was
+	// closed. Guarded by mu.
+	closedIn [ringSlots]int64
+	opened   time.Time     // Guarded by mu: when the current epoch began.
+	healthy  time.Duration // Guarded by mu: EWMA of healthy latency.
+	tail     latencyTail   // Guarded by mu: healthy latency's tail.
 
 	ring *countRing // count-based window; nil when off
 }
@@ -216,7 +222,7 @@ func (c *contain) join() (t track, others, ok bool) {
 			n += 1 << wordCurShift
 			t |= trackRing | track(ep)
 		}
-		if c.derive && (adm%latencySampleEvery == 0 || c.samples.Load() < minLatencySamples) {
+		if c.derive && (adm%latencySampleEvery == 0 || c.samples.Load() < warmSamples) {
 			t |= trackSample
 		}
 		if c.word.CompareAndSwap(w, n) {
@@ -308,8 +314,10 @@ func (c *contain) evaluate(now time.Time) bool {
 			}
 			w = c.word.Load()
 		}
-		c.slots[cur&ringMask].Add(int64((w >> wordCurShift) & wordCurMask))
+		in := int64((w >> wordCurShift) & wordCurMask)
+		c.slots[cur&ringMask].Add(in)
 		c.closedAt[cur&ringMask] = now
+		c.closedIn[cur&ringMask] = in
 		c.opened = now
 		cur = next
 	}
@@ -317,6 +325,7 @@ func (c *contain) evaluate(now time.Time) bool {
 		c.judged.Store(0) // long gone: before the epoch wraps back onto it
 	}
 	slow, newest, found := 0, uint32(0), false
+	var started, all int64
 	for i := uint32(1); i < ringSlots; i++ {
 		e := (cur - i) & epochMask
 		if c.covered(e) {
@@ -329,9 +338,21 @@ func (c *contain) evaluate(now time.Time) bool {
 		if !found {
 			newest, found = e, true
 		}
-		slow += int(max(c.slots[e&ringMask].Load(), 0))
+		all += c.closedIn[e&ringMask]
+		if n := c.slots[e&ringMask].Load(); n > 0 {
+			slow += int(n)
+			started = all
+		}
 	}
-	if slow == 0 || slow < c.tripAt {
+	// A hang is when the calls of those epochs are still outstanding: at
+	// least half of those that were in flight when their epochs closed,
+	// from the newest of them to the oldest with a slow call left (older
+	// epochs do not dilute it: a hang that began a moment ago follows
+	// calls that returned). A few tail calls of a healthy dependency,
+	// outstanding among many calls of their epochs and of the epochs
+	// between that returned, are not a hang: a long latency tail must not
+	// trip the breaker.
+	if slow == 0 || slow < c.tripAt || int64(2*slow) < started {
 		return false
 	}
 	c.judged.Store(judgedValid | newest)
@@ -348,20 +369,33 @@ func (c *contain) thresholdLocked() time.Duration {
 	if c.samples.Load() < minLatencySamples {
 		return 0
 	}
-	return max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)))
+	return c.derivedLocked()
 }
 
-// sample records the latency of a healthy call.
-func (c *contain) sample(d time.Duration) {
+// derivedLocked is the derived threshold: factor × the healthy latency, at
+// least MinSlowInFlight, and never inside the healthy tail (tailFactor ×
+// its p99).
+func (c *contain) derivedLocked() time.Duration {
+	return max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)), tailFactor*c.tail.quantile(tailQuantile))
+}
+
+// sample records the latency of a healthy call. A call slower than the
+// current threshold moves only the tail (it may be judged slow when it is
+// outstanding, but it returned healthy: the threshold must learn that such
+// calls are part of the dependency's normal latency).
+func (c *contain) sample(d time.Duration, slow bool) {
 	c.mu.Lock()
-	if c.samples.Load() == 0 || c.healthy == 0 {
-		c.healthy = d
-	} else {
-		c.healthy += (d - c.healthy) / 8
+	c.tail.add(d)
+	if !slow {
+		if c.samples.Load() == 0 || c.healthy == 0 {
+			c.healthy = d
+		} else {
+			c.healthy += (d - c.healthy) / 8
+		}
 	}
 	n := c.samples.Add(1)
 	if n >= minLatencySamples {
-		c.thrNanos.Store(int64(max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)))))
+		c.thrNanos.Store(int64(c.derivedLocked()))
 	}
 	c.mu.Unlock()
 }
@@ -381,9 +415,8 @@ func (c *contain) sampleSince(b *Breaker, start time.Time) {
 		return
 	}
 	if d := b.reg.clock.Now().Sub(start); d >= 0 {
-		if thr := c.threshold(); thr == 0 || d < thr {
-			c.sample(d)
-		}
+		thr := c.threshold()
+		c.sample(d, thr > 0 && d >= thr)
 	}
 }
 

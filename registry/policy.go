@@ -109,8 +109,11 @@ type Policy struct {
 	// slow_calls). Their outcomes, when they finally arrive, are excluded:
 	// they were counted once, when judged. If 0, the threshold is derived:
 	// SlowInFlightFactor × the observed latency of healthy calls, at least
-	// MinSlowInFlight, armed after a few calls were measured. The threshold
-	// also bounds a half-open probe.
+	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
+	// is not judged slow), armed after a few calls were measured. Either
+	// way, slow calls open the breaker only while they are at least half of
+	// the calls that started with them: a hang, not a few unlucky calls.
+	// The threshold also bounds a half-open probe.
 	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
 	// SlowInFlightFactor multiplies the observed healthy latency into the
 	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.

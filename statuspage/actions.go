@@ -4,15 +4,15 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
-	"time"
 
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // actionCounts counts operator action attempts by result.
 type actionCounts struct {
 	applied, unauthorized, unknown, invalid atomic.Uint64
-	lastUnauthLog                           atomic.Int64 // unix nanoseconds of the last "refused" log line
+	refusedLog                              *loglimit.Limiter // one "refused" line a minute
 }
 
 // ActionStats counts operator action attempts since the Handler was built.
@@ -42,13 +42,12 @@ func (h *Handler) serveAction(w http.ResponseWriter, r *http.Request, action str
 	log := h.o.logger.With("component", "adkbreaker.statuspage", "action", action, "remote", r.RemoteAddr)
 	if !h.authorized(r) {
 		n := h.actions.unauthorized.Add(1)
-		// Anyone who reaches the page can send bad tokens: log the first,
-		// then one line per minute with the running count, so a flood of
-		// attempts cannot flood the logs (ActionStats counts every one).
-		if last := h.actions.lastUnauthLog.Load(); n == 1 || time.Since(time.Unix(0, last)) >= time.Minute {
-			if h.actions.lastUnauthLog.CompareAndSwap(last, time.Now().UnixNano()) {
-				log.Warn("adkbreaker: operator action refused: missing or wrong token", "unauthorized_total", n)
-			}
+		// Anyone who reaches the page can send bad tokens: log one line a
+		// minute with the running count and how many were left out, so a
+		// flood of attempts cannot flood the logs (ActionStats counts every
+		// one).
+		if ok, suppressed := h.actions.refusedLog.Allow("unauthorized", h.reg.Clock().Now()); ok {
+			log.Warn("adkbreaker: operator action refused: missing or wrong token", "unauthorized_total", n, "suppressed", suppressed)
 		}
 		w.Header().Set("WWW-Authenticate", `Bearer realm="adkbreaker"`)
 		http.Error(w, "unauthorized", http.StatusUnauthorized)

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -181,5 +182,44 @@ func TestBrowserRendersHostileNamesAsText(t *testing.T) {
 	xss := eval[bool](t, ctx, `window.__xss === 1`)
 	if shown != hostile || images != 0 || xss {
 		t.Errorf("hostile name: shown %q, %d images, script ran: %v", shown, images, xss)
+	}
+}
+
+// TestBrowserShowsFleetSharingLive: the fleet section follows the replica's
+// sharing state and counters over the event stream, without a reload.
+func TestBrowserShowsFleetSharingLive(t *testing.T) {
+	ctx := chromium(t)
+	var sharing atomic.Bool
+	var received atomic.Uint64
+	sharing.Store(true)
+	reg, page := serveRealClock(t, statuspage.WithFleet(func() (bool, string, map[string]uint64) {
+		last := ""
+		if !sharing.Load() {
+			last = "refused"
+		}
+		return sharing.Load(), last, map[string]uint64{"published": 2, "received": received.Load(), "leases_won": 1}
+	}))
+	if _, err := reg.Get("billing-api"); err != nil {
+		t.Fatal(err)
+	}
+	do(t, ctx,
+		chromedp.Navigate(page),
+		poll(`document.getElementById("live").textContent === "live"`),
+		poll(`document.getElementById("fleet-summary").textContent === "sharing through Redis"`),
+	)
+	eval[int](t, ctx, `window.__noReload = 7`)
+	screenshot(t, ctx, "statuspage-fleet.png")
+
+	received.Store(41)
+	sharing.Store(false) // Redis went away: the next refresh shows it
+	do(t, ctx,
+		poll(`document.getElementById("fleet-summary").textContent === "breaking on its own (Redis: refused)"`),
+		poll(`Array.from(document.querySelectorAll("#fleet-counters tr")).some(function (tr) { return tr.textContent === "received41"; })`),
+	)
+	if marker := eval[int](t, ctx, `window.__noReload`); marker != 7 {
+		t.Error("the page reloaded")
+	}
+	if health := text(t, ctx, "#health"); health != "all available" {
+		t.Errorf("health %q: a fleet that is not sharing must not degrade the page", health)
 	}
 }

@@ -28,6 +28,9 @@
 //	                    "Authorization: Bearer <token>", compared in constant
 //	                    time; every attempt is logged and counted
 //
+// A replica that shares its breakers through Redis (package fleet) shows
+// its fleet state and counters on the page with WithFleet(f.Status).
+//
 // The page renders every name with textContent, never as markup, so a
 // hostile dependency name shows as text. Operator actions act only on
 // dependencies that already exist: a request can never create a breaker.

@@ -30,6 +30,8 @@ type Document struct {
 	DroppedTransitions uint64 `json:"dropped_transitions"`
 	// Actions says whether operator actions are enabled.
 	Actions ActionsInfo `json:"actions"`
+	// Fleet is this replica's fleet sharing (WithFleet); absent without it.
+	Fleet *Fleet `json:"fleet,omitempty"`
 }
 
 // Dependency is one breaker's state.
@@ -97,6 +99,7 @@ func (h *Handler) Document() Document {
 		Dependencies:       make([]Dependency, 0, len(snap)),
 		DroppedTransitions: h.reg.DroppedTransitions(),
 		Actions:            ActionsInfo{Enabled: h.o.actions},
+		Fleet:              h.fleetSection(),
 	}
 	for _, s := range snap {
 		if s.State != registry.StateClosed {

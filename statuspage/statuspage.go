@@ -12,6 +12,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -38,6 +39,8 @@ type options struct {
 	actions    bool
 	logger     *slog.Logger
 	title      string
+	fleet      FleetStatus
+	fleetSet   bool
 }
 
 // WithHistory sets how many recent transitions are kept for the page's
@@ -116,6 +119,9 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 		// Never echo the token.
 		errs = append(errs, fmt.Errorf("statuspage: operator token must be at least %d bytes", MinTokenLen))
 	}
+	if o.fleetSet && o.fleet == nil {
+		errs = append(errs, errFleetNil)
+	}
 	if len(o.title) > 200 {
 		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
 	}
@@ -126,6 +132,7 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 		o.logger = slog.Default()
 	}
 	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}}
+	h.actions.refusedLog = loglimit.New(time.Minute, 1)
 	if o.actions {
 		h.token = sha256.Sum256([]byte(o.token))
 		h.o.token = ""

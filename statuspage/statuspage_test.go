@@ -62,11 +62,11 @@ func get(t *testing.T, u string) (*http.Response, string) {
 
 func TestNewListsEveryProblem(t *testing.T) {
 	_, err := statuspage.New(nil, statuspage.WithHistory(0), statuspage.WithRefresh(time.Nanosecond),
-		statuspage.WithMaxStreams(-1), statuspage.WithActions("short-secret"))
+		statuspage.WithMaxStreams(-1), statuspage.WithActions("short-secret"), statuspage.WithFleet(nil))
 	if err == nil {
 		t.Fatal("New accepted invalid options")
 	}
-	for _, want := range []string{"registry is nil", "history 0", "refresh 1ns", "max streams -1", "token must be at least"} {
+	for _, want := range []string{"registry is nil", "history 0", "refresh 1ns", "max streams -1", "token must be at least", "WithFleet"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}
@@ -406,9 +406,10 @@ func TestStalledEventStreamIsCut(t *testing.T) {
 }
 
 // TestBadTokensDoNotFloodTheLog: every refused attempt is counted, but only
-// the first is logged within a minute (review finding: one line per attempt).
+// the first is logged within a minute (review finding: one line per attempt);
+// a minute later the next line says how many were left out.
 func TestBadTokensDoNotFloodTheLog(t *testing.T) {
-	reg, _ := newRegistry(t)
+	reg, clk := newRegistry(t)
 	if _, err := reg.Get("billing"); err != nil {
 		t.Fatal(err)
 	}
@@ -422,18 +423,29 @@ func TestBadTokensDoNotFloodTheLog(t *testing.T) {
 	defer h.Close()
 	srv := httptest.NewServer(h)
 	defer srv.Close()
-	for range 50 {
-		resp, err := http.Post(srv.URL+"/actions/isolate", "application/x-www-form-urlencoded", strings.NewReader("dependency=billing"))
-		if err != nil {
-			t.Fatal(err)
+	refuse := func(n int) {
+		for range n {
+			resp, err := http.Post(srv.URL+"/actions/isolate", "application/x-www-form-urlencoded", strings.NewReader("dependency=billing"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
 		}
-		resp.Body.Close()
 	}
+	refuse(50)
 	mu.Lock()
 	lines := strings.Count(logs.String(), "operator action refused")
 	mu.Unlock()
 	if lines != 1 || h.ActionStats().Unauthorized != 50 {
 		t.Errorf("%d log lines and %d counted for 50 bad attempts, want 1 and 50", lines, h.ActionStats().Unauthorized)
+	}
+	clk.Advance(time.Minute)
+	refuse(1)
+	mu.Lock()
+	out := logs.String()
+	mu.Unlock()
+	if n := strings.Count(out, "operator action refused"); n != 2 || !strings.Contains(out, "unauthorized_total=51 suppressed=49") {
+		t.Errorf("a minute later: %d lines, want 2, the second with unauthorized_total=51 suppressed=49:\n%s", n, out)
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -51,7 +52,7 @@ func LogTransitions(reg *registry.Registry, l *slog.Logger) (stop func()) {
 		return func() {}
 	}
 	release := acquire(logWatch{reg: reg, l: l}, func() func() {
-		lim := newLogLimit()
+		lim := loglimit.New(LogPeriod, LogBurst)
 		return reg.Subscribe(func(t registry.Transition) { logTransition(l, lim, t) })
 	})
 	var once sync.Once
@@ -63,12 +64,12 @@ type logWatch struct {
 	l   *slog.Logger
 }
 
-func logTransition(l *slog.Logger, lim *logLimit, t registry.Transition) {
+func logTransition(l *slog.Logger, lim *loglimit.Limiter, t registry.Transition) {
 	at := t.At
 	if at.IsZero() {
 		at = time.Now()
 	}
-	ok, suppressed := lim.allow(string(t.Key), at)
+	ok, suppressed := lim.Allow(string(t.Key), at)
 	if !ok {
 		return
 	}
@@ -103,7 +104,7 @@ func logTransition(l *slog.Logger, lim *logLimit, t registry.Transition) {
 type LogObserver struct {
 	l     *slog.Logger
 	clock registry.Clock
-	lim   *logLimit
+	lim   *loglimit.Limiter
 }
 
 // NewLogObserver returns a LogObserver logging to l; clock is the
@@ -112,7 +113,7 @@ func NewLogObserver(l *slog.Logger, clock registry.Clock) *LogObserver {
 	if clock == nil {
 		clock = registry.SystemClock()
 	}
-	return &LogObserver{l: l, clock: clock, lim: newLogLimit()}
+	return &LogObserver{l: l, clock: clock, lim: loglimit.New(LogPeriod, LogBurst)}
 }
 
 // ShortCircuit logs the first short-circuit of a dependency in an
@@ -147,7 +148,7 @@ func (o *LogObserver) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) 
 // log writes one line unless key's rate limit is spent, adding how many
 // lines for key were left out before it.
 func (o *LogObserver) log(ctx context.Context, key string, level slog.Level, msg string, attrs ...slog.Attr) {
-	ok, suppressed := o.lim.allow(key, o.clock.Now())
+	ok, suppressed := o.lim.Allow(key, o.clock.Now())
 	if !ok {
 		return
 	}
@@ -157,46 +158,3 @@ func (o *LogObserver) log(ctx context.Context, key string, level slog.Level, msg
 	o.l.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
 }
 
-// logLimit allows LogBurst lines per key per LogPeriod (a fixed window
-// starting at the key's first line) and counts the rest. Keys are
-// dependencies, which the registry caps; past maxLogKeys every window is
-// dropped rather than the map grown.
-type logLimit struct {
-	mu   sync.Mutex
-	keys map[string]*logWindow
-}
-
-type logWindow struct {
-	start      time.Time
-	n          int
-	suppressed int
-}
-
-const maxLogKeys = 4096
-
-func newLogLimit() *logLimit { return &logLimit{keys: map[string]*logWindow{}} }
-
-// allow reports whether a line for key may be logged at now, and how many
-// lines for key were left out since the last one logged.
-func (l *logLimit) allow(key string, now time.Time) (ok bool, suppressed int) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	w := l.keys[key]
-	if w == nil {
-		if len(l.keys) >= maxLogKeys {
-			clear(l.keys)
-		}
-		w = &logWindow{start: now}
-		l.keys[key] = w
-	}
-	if now.Sub(w.start) >= LogPeriod || now.Before(w.start) {
-		w.start, w.n = now, 0
-	}
-	if w.n >= LogBurst {
-		w.suppressed++
-		return false, 0
-	}
-	w.n++
-	suppressed, w.suppressed = w.suppressed, 0
-	return true, suppressed
-}

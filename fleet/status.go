@@ -1,0 +1,25 @@
+package fleet
+
+// Status is this replica's fleet state for the status page
+// (statuspage.WithFleet(f.Status)): whether it is sharing through Redis, the
+// kind of the last Redis error (never its text), and every counter of Stats
+// by a fixed snake_case name ("dropped.<reason>" for the drops).
+func (f *Fleet) Status() (sharing bool, lastError string, counters map[string]uint64) {
+	s := f.Stats()
+	counters = map[string]uint64{
+		"published":      s.Published,
+		"publish_failed": s.PublishFailed,
+		"received":       s.Received,
+		"applied":        s.Applied,
+		"resync_applied": s.ResyncApplied,
+		"leases_won":     s.LeasesWon,
+		"leases_lost":    s.LeasesLost,
+		"resyncs":        s.Resyncs,
+		"reconnects":     s.Reconnects,
+		"redis_errors":   s.RedisErrors,
+	}
+	for reason, n := range s.Dropped {
+		counters["dropped."+reason] = n
+	}
+	return s.Healthy, s.LastError, counters
+}

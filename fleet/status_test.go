@@ -1,0 +1,48 @@
+package fleet_test
+
+import (
+	"encoding/json"
+	"net/http/httptest"
+	"testing"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/statuspage"
+)
+
+// TestStatusPageShowsTheFleet: statuspage.WithFleet(f.Status) puts a real
+// replica's fleet state on its status page: sharing, and every counter of
+// Stats under a name the page accepts, with the trip another replica
+// published counted as received.
+func TestStatusPageShowsTheFleet(t *testing.T) {
+	srv := redisServer(t)
+	rs := newReplicas(t, srv.Addr(), 2, testPolicy(time.Minute))
+	rs[0].fail(t)
+	rs[1].await(t, 5*time.Second, "fleet_open", isCause(registry.CauseFleetOpen))
+
+	page, err := statuspage.New(rs[1].reg, statuspage.WithFleet(rs[1].f.Status), statuspage.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Close()
+	rec := httptest.NewRecorder()
+	page.ServeHTTP(rec, httptest.NewRequest("GET", "/status.json", nil))
+	var doc statuspage.Document
+	if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+		t.Fatal(err)
+	}
+	_, _, counters := rs[1].f.Status()
+	switch {
+	case doc.Fleet == nil:
+		t.Fatal("no fleet section")
+	case !doc.Fleet.Sharing || doc.Fleet.LastError != "":
+		t.Errorf("fleet section %+v, want sharing with no error", doc.Fleet)
+	case doc.Fleet.Counters["received"] < 1:
+		t.Errorf("received = %d after another replica's trip was adopted", doc.Fleet.Counters["received"])
+	case len(doc.Fleet.Counters) != len(counters):
+		t.Errorf("the page shows %d of the fleet's %d counters: %v", len(doc.Fleet.Counters), len(counters), doc.Fleet.Counters)
+	}
+	if len(doc.Dependencies) != 1 || doc.Dependencies[0].State != "open" {
+		t.Errorf("dependencies %+v, want %s open", doc.Dependencies, dep)
+	}
+}
