@@ -351,22 +351,23 @@ type originRec struct {
 
 // admit records seq from origin and returns "" if it is new, else the
 // reason to drop it: "duplicate" (the same sequence) or "stale" (older).
-// Replicas silent for originForget are forgotten, at most maxOrigins are
-// remembered (the longest silent goes first).
+// A replica none of whose messages was counted for originForget is
+// forgotten (a restart with a clock set back is then heard again); at most
+// maxOrigins are remembered (the longest silent goes first).
 func (o *origins) admit(origin string, seq uint64, now time.Time) string {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	if o.last == nil {
 		o.last = map[string]originRec{}
 	}
-	if r, ok := o.last[origin]; ok {
+	if r, ok := o.last[origin]; ok && now.Sub(r.seen) <= originForget {
 		switch {
 		case seq == r.seq:
 			return "duplicate"
 		case seq < r.seq:
 			return "stale"
 		}
-	} else if len(o.last) >= maxOrigins {
+	} else if !ok && len(o.last) >= maxOrigins {
 		oldest, at := "", now
 		for id, r := range o.last {
 			if now.Sub(r.seen) > originForget {

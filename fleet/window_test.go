@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -78,5 +79,34 @@ func TestWindowTimeSemantics(t *testing.T) {
 	c.expire(t0.Add(time.Minute), cp.Window)
 	if c.s+c.f != 0 {
 		t.Fatalf("a count window kept %d/%d outcomes a Window old", c.s, c.f)
+	}
+}
+
+// TestOriginsCountEachSequenceOnce: a sender's sequence counts once, older
+// ones are stale; a sender unheard for originForget is heard again (a
+// restart with its clock set back), and the table stays bounded.
+func TestOriginsCountEachSequenceOnce(t *testing.T) {
+	var o origins
+	t0 := time.Unix(1000, 0)
+	for _, c := range []struct {
+		origin string
+		seq    uint64
+		at     time.Duration
+		want   string
+	}{
+		{"a", 10, 0, ""}, {"a", 10, 0, "duplicate"}, {"a", 9, 0, "stale"}, {"b", 9, 0, ""}, {"a", 11, time.Second, ""},
+		{"a", 5, originForget, "stale"}, {"a", 5, originForget + 2*time.Second, ""}, {"a", 5, originForget + 3*time.Second, "duplicate"},
+	} {
+		if got := o.admit(c.origin, c.seq, t0.Add(c.at)); got != c.want {
+			t.Fatalf("%+v: got %q", c, got)
+		}
+	}
+	for i := range 3 * maxOrigins {
+		if got := o.admit(fmt.Sprint("r", i), 1, t0.Add(time.Hour+time.Duration(i))); got != "" {
+			t.Fatalf("r%d: %q", i, got)
+		}
+	}
+	if len(o.last) > maxOrigins {
+		t.Fatalf("%d origins remembered", len(o.last))
 	}
 }
