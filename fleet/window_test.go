@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -108,5 +109,31 @@ func TestOriginsCountEachSequenceOnce(t *testing.T) {
 	}
 	if len(o.last) > maxOrigins {
 		t.Fatalf("%d origins remembered", len(o.last))
+	}
+}
+
+// TestOptionsShareInterval: the configuration's share_interval and
+// disable_outcome_sharing become the settings New uses.
+func TestOptionsShareInterval(t *testing.T) {
+	for _, c := range []struct {
+		cfg  config.Fleet
+		want time.Duration
+	}{
+		{config.Fleet{Address: "r:1"}, DefaultShareInterval},
+		{config.Fleet{Address: "r:1", ShareInterval: config.Duration(20 * time.Millisecond)}, 20 * time.Millisecond},
+		{config.Fleet{Address: "r:1", DisableOutcomeSharing: true}, 0},
+	} {
+		opts, err := Options(&c.cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s settings
+		for _, o := range opts {
+			o.apply(&s)
+		}
+		s.defaults()
+		if s.share != c.want {
+			t.Errorf("%+v: share interval %v, want %v", c.cfg, s.share, c.want)
+		}
 	}
 }
