@@ -34,14 +34,16 @@ func (c *commandCounter) ProcessPipelineHook(next redis.ProcessPipelineHook) red
 }
 
 // newFleetHandler returns a handler whose registry shares state through a
-// real redis-server, once the fleet is healthy. Background resyncs are
-// pushed out of the measurement (1h), so every command counted would come
+// real redis-server, once the fleet is healthy. Background resyncs and
+// outcome sharing (one message per share interval, whatever the number of
+// calls: package fleet's TestOutcomeMessagesPerIntervalNotPerCall) are
+// pushed out of the measurement (1h, 1m), so every command counted would come
 // from the tool path.
 func newFleetHandler(tb testing.TB) (*callbacks.Handler, *fleet.Fleet, *commandCounter) {
 	srv := redistest.New(tb, redistest.Options{})
 	h := newHandler(tb)
 	cc := &commandCounter{}
-	f, err := fleet.New(h.Registry(), fleet.WithAddress(srv.Addr()), fleet.WithResyncInterval(time.Hour),
+	f, err := fleet.New(h.Registry(), fleet.WithAddress(srv.Addr()), fleet.WithResyncInterval(time.Hour), fleet.WithShareInterval(time.Minute),
 		fleet.WithTimeouts(time.Second, time.Second), fleet.WithRedisHook(cc), fleet.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		tb.Fatal(err)

@@ -2,6 +2,7 @@ package config
 
 import (
 	"strings"
+	"time"
 )
 
 // Fleet configures sharing of breaker state between replicas through Redis
@@ -33,6 +34,12 @@ type Fleet struct {
 	// MaxLease caps the fleet probe lease (otherwise the probe_lease of
 	// the dependency's policy). 0: no cap.
 	MaxLease Duration `json:"max_lease,omitempty" yaml:"max_lease,omitempty"`
+	// ShareInterval is how often a replica shares its outcome counts, so
+	// the fleet's failure rate can open a breaker. 0: 50ms; at most 1m.
+	ShareInterval Duration `json:"share_interval,omitempty" yaml:"share_interval,omitempty"`
+	// DisableOutcomeSharing keeps each replica's failure window its own
+	// (trips and probes are still shared).
+	DisableOutcomeSharing bool `json:"disable_outcome_sharing,omitempty" yaml:"disable_outcome_sharing,omitempty"`
 }
 
 // FleetTLS configures TLS to Redis.
@@ -74,10 +81,16 @@ func (c *File) validateFleet() problems {
 	for _, d := range []struct {
 		path string
 		v    Duration
-	}{{"fleet.dial_timeout", f.DialTimeout}, {"fleet.command_timeout", f.CommandTimeout}, {"fleet.resync_interval", f.ResyncInterval}, {"fleet.max_lease", f.MaxLease}} {
+	}{{"fleet.dial_timeout", f.DialTimeout}, {"fleet.command_timeout", f.CommandTimeout}, {"fleet.resync_interval", f.ResyncInterval}, {"fleet.max_lease", f.MaxLease}, {"fleet.share_interval", f.ShareInterval}} {
 		if d.v < 0 {
 			ps.add(d.path, "must be ≥ 0")
 		}
+	}
+	switch si := time.Duration(f.ShareInterval); {
+	case si > 0 && si < time.Millisecond, si > time.Minute:
+		ps.add("fleet.share_interval", "want 1ms to 1m (0: 50ms), got %s", si)
+	case si > 0 && f.DisableOutcomeSharing:
+		ps.add("fleet.share_interval", "set, but disable_outcome_sharing is true")
 	}
 	if f.TLS != nil && f.TLS.CAFile != "" && strings.TrimSpace(f.TLS.CAFile) != f.TLS.CAFile {
 		ps.add("fleet.tls.ca_file", "%q has leading or trailing spaces", f.TLS.CAFile)

@@ -58,3 +58,27 @@ func TestFleetSectionJSON(t *testing.T) {
 		t.Fatalf("misspelt field: %v", err)
 	}
 }
+
+// TestFleetShareInterval: the outcome-sharing knobs are checked like the
+// rest of the section (bounds, and no interval with sharing off).
+func TestFleetShareInterval(t *testing.T) {
+	f, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  share_interval: 20ms\n"), config.YAML)
+	if err != nil || f.Fleet.ShareInterval.String() != "20ms" || f.Fleet.DisableOutcomeSharing {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	f, err = config.Parse([]byte(`{"version": 1, "fleet": {"address": "redis:6379", "disable_outcome_sharing": true}}`), config.JSON)
+	if err != nil || !f.Fleet.DisableOutcomeSharing {
+		t.Fatalf("%+v, %v", f, err)
+	}
+	for src, want := range map[string]string{
+		"  share_interval: 2m\n":                                  "fleet.share_interval: want 1ms to 1m (0: 50ms), got 2m0s (line 4)",
+		"  share_interval: 500us\n":                               "fleet.share_interval: want 1ms to 1m (0: 50ms), got 500µs (line 4)",
+		"  share_interval: -1s\n":                                 "fleet.share_interval: must be ≥ 0 (line 4)",
+		"  share_interval: 1s\n  disable_outcome_sharing: true\n": "fleet.share_interval: set, but disable_outcome_sharing is true (line 4)",
+	} {
+		_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n"+src), config.YAML)
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: got %v, want %q", src, err, want)
+		}
+	}
+}

@@ -26,6 +26,12 @@ func Options(c *config.Fleet) ([]Option, error) {
 		WithTimeouts(time.Duration(c.DialTimeout), time.Duration(c.CommandTimeout)),
 		WithResyncInterval(time.Duration(c.ResyncInterval)), WithMaxLease(time.Duration(c.MaxLease)),
 	}
+	switch {
+	case c.DisableOutcomeSharing:
+		opts = append(opts, WithoutOutcomeSharing())
+	case c.ShareInterval != 0:
+		opts = append(opts, WithShareInterval(time.Duration(c.ShareInterval)))
+	}
 	password := ""
 	if c.PasswordEnv != "" {
 		v, ok := os.LookupEnv(c.PasswordEnv)

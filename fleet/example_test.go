@@ -3,6 +3,7 @@ package fleet_test
 import (
 	"fmt"
 	"log/slog"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/fleet"
@@ -39,12 +40,14 @@ func ExampleNew_invalid() {
 		fleet.WithAddress("redis://admin:hunter2@redis:6379"),
 		fleet.WithPrefix("two words"),
 		fleet.WithReconnectBackoff(-1, 0),
+		fleet.WithShareInterval(time.Hour),
 	)
 	fmt.Println(err)
 	// Output:
 	// fleet: address: want host:port, got a URL or user info (32 bytes); pass credentials with WithCredentials or password_env
 	// prefix: want at most 64 printable bytes without spaces or braces, got "two words"
 	// min backoff: must be ≥ 0, got -1ns
+	// share interval: want 0 (off) or 1ms to 1m0s, got 1h0m0s
 }
 
 // The configuration file's fleet section becomes options; the password

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -47,6 +48,10 @@ type Fleet struct {
 	st   counters
 	once sync.Once
 
+	// Outcome sharing (outcomes.go).
+	origins origins
+	outSeq  uint64 // sequence of the last outcome message; the sharer's alone
+
 	logMu     sync.Mutex
 	lastClass string
 	lastLog   time.Time
@@ -70,6 +75,9 @@ type dep struct {
 	// unpublished is a local decision Redis did not take (outage); it is
 	// published when Redis returns if the breaker is still in that state.
 	unpublished *outbound
+	// win is the dependency's fleet window (its own lock: the probe gate
+	// takes mu on the half-open path).
+	win window
 }
 
 type leaseState uint8
@@ -147,6 +155,14 @@ func New(reg *registry.Registry, opts ...Option) (*Fleet, error) {
 	go f.publisher()
 	go f.leaser()
 	go f.subscriber()
+	if s.share > 0 {
+		// Outcomes reported before the fleet joined are not shared.
+		for _, k := range reg.Keys() {
+			f.clearWindow(k)
+		}
+		f.wg.Add(1)
+		go f.sharer()
+	}
 	return f, nil
 }
 
@@ -241,6 +257,11 @@ func (f *Fleet) do(fn func(ctx context.Context) error) error {
 // onTransition runs on the registry's delivery goroutine: it only updates
 // memory and enqueues.
 func (f *Fleet) onTransition(t registry.Transition) {
+	if f.s.share > 0 {
+		// Every transition starts the dependency's fleet window afresh,
+		// as gobreaker's own counts do.
+		f.clearWindow(t.Key)
+	}
 	switch t.Cause {
 	case registry.CauseFleetOpen, registry.CauseFleetClose:
 		// Applied from the fleet: never echoed. The lease (if any) is spent.
@@ -623,6 +644,10 @@ func (f *Fleet) apply(m message, fromResync bool) {
 }
 
 func (f *Fleet) handle(payload string) {
+	if strings.HasPrefix(payload, "2|") {
+		f.handleOutcomes(payload)
+		return
+	}
 	m, ok := parseMessage(payload)
 	if !ok {
 		f.st.droppedMalformed.Add(1)

@@ -28,9 +28,10 @@ func incidentPolicy() registry.Policy {
 // backend: the backend is down for 18 cool-downs (the seed's nine minutes
 // of probes every 30 s), then recovers. Traffic is one call every interval,
 // spread round-robin over the breakers. It returns the calls that reached
-// the backend while it was down before any breaker had opened (pre-trip),
-// after one had (dead: what the breakers exist to prevent, the seed's
-// "eighteen calls to a fragile service"), and the probes among them.
+// the backend while it was down before any breaker had opened (pre-trip)
+// and after one had (dead), and the probes among the latter; together they
+// are every call the dead dependency received (the seed's "eighteen calls
+// to a fragile service" are its probes).
 func incident(t *testing.T, bs []*registry.Breaker) (preTrip, dead, probes int) {
 	const interval = 2 * time.Second / scale
 	outage := 18 * 30 * time.Second / scale
@@ -73,10 +74,14 @@ func incident(t *testing.T, bs []*registry.Breaker) (preTrip, dead, probes int) 
 
 // TestIncidentFleetVersusSingleReplica: seed 002's incident with the same
 // traffic served by one replica, by three replicas sharing through Redis,
-// and by three replicas breaking alone. Once a breaker has opened, the
-// shared fleet sends the dead dependency at most 1.5× the calls a single
-// replica does (one probe per cool-down for the whole fleet); three lone
-// replicas send about 3× (each probes on its own).
+// and by three replicas breaking alone. Counting every call that reached
+// the dead dependency (the calls that fill the first window, then probes
+// and calls racing a trip), the shared fleet sends at most 1.5× what a
+// single replica does: the replicas share their outcome counts, so the
+// fleet's window fills as fast as one replica's (the first trip is a
+// fleet_rate trip), and one probe per cool-down serves the whole fleet.
+// Three lone replicas send about 3× (each fills its own window, each probes
+// on its own).
 func TestIncidentFleetVersusSingleReplica(t *testing.T) {
 	srv := redisServer(t)
 	pol := incidentPolicy()
@@ -89,7 +94,7 @@ func TestIncidentFleetVersusSingleReplica(t *testing.T) {
 	}
 	one := registry.MustNew(registry.WithPolicy(dep, pol))
 	ob, _ := one.Get(dep)
-	rs := newReplicas(t, srv.Addr(), 3, pol)
+	rs := newReplicas(t, srv.Addr(), 3, pol) // default share interval: 50 ms, 2.5 calls of the traffic
 	var fleetBs []*registry.Breaker
 	for _, r := range rs {
 		fleetBs = append(fleetBs, r.b)
@@ -104,19 +109,26 @@ func TestIncidentFleetVersusSingleReplica(t *testing.T) {
 	go run(&shared, fleetBs)
 	go run(&alone, lone)
 	wg.Wait()
-	t.Logf("single replica:        pre-trip %2d, dead %2d (probes %2d)", single.pre, single.dead, single.probes)
-	t.Logf("3 replicas, shared:    pre-trip %2d, dead %2d (probes %2d)", shared.pre, shared.dead, shared.probes)
-	t.Logf("3 replicas, alone:     pre-trip %2d, dead %2d (probes %2d)", alone.pre, alone.dead, alone.probes)
+	total := func(r result) int { return r.pre + r.dead }
+	t.Logf("single replica:        %3d calls to the dead dependency = pre-trip %2d + after %2d (probes %2d)", total(single), single.pre, single.dead, single.probes)
+	t.Logf("3 replicas, shared:    %3d calls to the dead dependency = pre-trip %2d + after %2d (probes %2d)", total(shared), shared.pre, shared.dead, shared.probes)
+	t.Logf("3 replicas, alone:     %3d calls to the dead dependency = pre-trip %2d + after %2d (probes %2d)", total(alone), alone.pre, alone.dead, alone.probes)
+	rateTrips := uint64(0)
 	for _, r := range rs {
-		t.Logf("%s: %+v", r.name, r.f.Stats())
+		s := r.f.Stats()
+		rateTrips += s.FleetRateTrips
+		t.Logf("%s: %+v", r.name, s)
 	}
 	if single.dead == 0 {
 		t.Fatal("the single replica never probed")
 	}
-	if float64(shared.dead) > 1.5*float64(single.dead) {
-		t.Errorf("fleet dead calls %d > 1.5 × single replica's %d", shared.dead, single.dead)
+	if float64(total(shared)) > 1.5*float64(total(single)) {
+		t.Errorf("fleet: %d calls to the dead dependency > 1.5 × the single replica's %d", total(shared), total(single))
 	}
-	if float64(alone.dead) < 2*float64(single.dead) {
-		t.Errorf("replicas breaking alone: %d dead calls, expected about 3× the single replica's %d", alone.dead, single.dead)
+	if rateTrips == 0 {
+		t.Error("no replica opened on the fleet's failure rate")
+	}
+	if float64(total(alone)) < 2*float64(total(single)) {
+		t.Errorf("replicas breaking alone: %d calls to the dead dependency, expected about 3× the single replica's %d", total(alone), total(single))
 	}
 }

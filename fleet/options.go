@@ -21,6 +21,11 @@ const (
 	DefaultMinBackoff     = 100 * time.Millisecond
 	DefaultMaxBackoff     = 5 * time.Second
 	DefaultStateTTL       = 24 * time.Hour
+	// DefaultShareInterval is how often a replica shares its outcome
+	// counts with the fleet (WithShareInterval).
+	DefaultShareInterval = 50 * time.Millisecond
+	// MaxShareInterval is the longest share interval accepted.
+	MaxShareInterval = time.Minute
 	// DefaultQueue bounds the transitions waiting to be published.
 	DefaultQueue = 1024
 )
@@ -48,6 +53,8 @@ type settings struct {
 	maxLease       time.Duration
 	stateTTL       time.Duration
 	queue          int
+	share          time.Duration // 0: outcome sharing off
+	shareSet       bool
 	logger         *slog.Logger
 	meter          metric.MeterProvider
 	hooks          []redis.Hook
@@ -133,6 +140,23 @@ func WithQueue(n int) Option {
 	return optionFunc(func(s *settings) { s.queue = n })
 }
 
+// WithShareInterval sets how often this replica publishes the outcome
+// counts of its breakers (one message for every dependency whose counts
+// changed), so that the fleet's failure rate can open a breaker before any
+// one replica has seen enough calls alone (docs/fleet.md, "Outcome
+// sharing"). Shorter intervals trip sooner and publish more messages; at
+// least 1ms, at most MaxShareInterval. 0 turns outcome sharing off, like
+// WithoutOutcomeSharing. If not given, DefaultShareInterval.
+func WithShareInterval(d time.Duration) Option {
+	return optionFunc(func(s *settings) { s.share, s.shareSet = d, true })
+}
+
+// WithoutOutcomeSharing turns outcome sharing off: each replica's failure
+// window is its own (trips and probes are still shared).
+func WithoutOutcomeSharing() Option {
+	return optionFunc(func(s *settings) { s.share, s.shareSet = 0, true })
+}
+
 // WithLogger sets the logger for connection state changes (one line per
 // change, never a credential or a Redis error text). If nil, slog.Default().
 func WithLogger(l *slog.Logger) Option {
@@ -196,6 +220,9 @@ func (s *settings) validate() error {
 	if s.queue < 0 {
 		bad("queue: must be ≥ 0, got %d", s.queue)
 	}
+	if s.share < 0 || (s.share > 0 && s.share < time.Millisecond) || s.share > MaxShareInterval {
+		bad("share interval: want 0 (off) or 1ms to %s, got %s", MaxShareInterval, s.share)
+	}
 	return errors.Join(errs...)
 }
 
@@ -223,6 +250,9 @@ func (s *settings) defaults() {
 	}
 	if s.queue == 0 {
 		s.queue = DefaultQueue
+	}
+	if !s.shareSet {
+		s.share = DefaultShareInterval
 	}
 	if s.logger == nil {
 		s.logger = slog.Default()

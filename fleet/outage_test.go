@@ -95,7 +95,8 @@ func trip(t *testing.T, rs []*replica, src int, key registry.Key, shared bool) {
 // accepted, never answered), killed, and restarted empty. Throughout, no
 // admission waits on Redis and local trips happen; while Redis is away each
 // replica probes on its own; when it returns the replicas re-subscribe,
-// publish the holds Redis missed, and share again.
+// publish the holds Redis missed, and share again. Outcome sharing stops
+// while Redis is away (its messages dropped and counted) and resumes.
 func TestRedisOutages(t *testing.T) {
 	srv := redisServer(t)
 	px, err := redistest.NewProxy(srv.Addr())
@@ -176,12 +177,25 @@ func TestRedisOutages(t *testing.T) {
 		})
 	}
 	trip(t, rs, 1, "k-after-restart", true)
+	var shared []uint64
+	for _, r := range rs {
+		shared = append(shared, r.f.Stats().OutcomesPublished)
+	}
 	check("after restart")
+	// Outcome sharing stopped during the outages (the counts of the calls
+	// made then were dropped, and counted) and resumes: the calls just made
+	// are shared.
+	for i, r := range rs {
+		waitUntil(t, 10*time.Second, r.name+" sharing outcomes again", func() bool { return r.f.Stats().OutcomesPublished > shared[i] })
+	}
 	for _, r := range rs {
 		s := r.f.Stats()
-		t.Logf("%s: reconnects=%d publish_failed=%d redis_errors=%d dropped=%v", r.name, s.Reconnects, s.PublishFailed, s.RedisErrors, s.Dropped)
+		t.Logf("%s: reconnects=%d publish_failed=%d redis_errors=%d dropped=%v outcomes dropped=%v", r.name, s.Reconnects, s.PublishFailed, s.RedisErrors, s.Dropped, s.OutcomesDropped)
 		if s.Reconnects < 2 {
 			t.Errorf("%s: %d reconnects, want ≥ 2", r.name, s.Reconnects)
+		}
+		if s.OutcomesDropped["redis_unavailable"]+s.OutcomesDropped["publish_failed"] == 0 {
+			t.Errorf("%s: no outcome message dropped while Redis was away: %v", r.name, s.OutcomesDropped)
 		}
 	}
 }

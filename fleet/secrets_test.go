@@ -98,7 +98,8 @@ func TestCredentialsNeverLeak(t *testing.T) {
 			seen[m.Name] = true
 		}
 	}
-	for _, name := range []string{fleet.MetricMessages, fleet.MetricDropped, fleet.MetricLeases, fleet.MetricRedisUp, fleet.MetricRedisErrors, fleet.MetricRedisReconnects} {
+	for _, name := range []string{fleet.MetricMessages, fleet.MetricDropped, fleet.MetricLeases, fleet.MetricRedisUp, fleet.MetricRedisErrors, fleet.MetricRedisReconnects,
+		fleet.MetricOutcomes, fleet.MetricOutcomesDropped, fleet.MetricRateTrips} {
 		if !seen[name] {
 			t.Errorf("metric %s not recorded", name)
 		}

@@ -17,6 +17,12 @@ type counters struct {
 	leasesWon, leasesLost                      atomic.Uint64
 	resyncs, reconnects, redisErrors           atomic.Uint64
 	lastError                                  atomic.Value // string: an errClass
+
+	outPublished, outReceived, outPublishFailed         atomic.Uint64
+	outDroppedOwn, outDroppedDuplicate, outDroppedStale atomic.Uint64
+	outDroppedMalformed, outDroppedUnknown              atomic.Uint64
+	outDroppedRedis, outDroppedCap, outDroppedOff       atomic.Uint64
+	fleetRateTrips                                      atomic.Uint64
 }
 
 // Stats are the fleet's counters since New.
@@ -47,6 +53,24 @@ type Stats struct {
 	LastError string
 	// Healthy: subscribed, and the breaker around Redis is closed.
 	Healthy bool
+
+	// OutcomesPublished: outcome messages this replica wrote to the channel
+	// (at most one per share interval, for every dependency whose counts
+	// changed); OutcomesReceived: other replicas' outcome messages counted
+	// into this replica's fleet windows.
+	OutcomesPublished, OutcomesReceived uint64
+	// OutcomesDropped counts outcome messages not sent or not counted, by
+	// reason: own (this replica's echo), duplicate, stale (an older
+	// sequence than one counted from the same replica), malformed,
+	// redis_unavailable (not subscribed), publish_failed (Redis refused or
+	// timed out: the counts are lost, never retried), sharing_off (received
+	// while this replica does not share outcomes); and dependencies left
+	// out of a message: over_cap (more than MaxOutcomeKeys changed in one
+	// interval), unknown_dependency (no local breaker).
+	OutcomesDropped map[string]uint64
+	// FleetRateTrips counts local breakers this replica opened because the
+	// fleet's failure rate met the policy's gate (cause fleet_rate).
+	FleetRateTrips uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -63,6 +87,15 @@ func (f *Fleet) Stats() Stats {
 		LeasesWon: c.leasesWon.Load(), LeasesLost: c.leasesLost.Load(),
 		Resyncs: c.resyncs.Load(), Reconnects: c.reconnects.Load(), RedisErrors: c.redisErrors.Load(),
 		Healthy: f.Healthy(),
+
+		OutcomesPublished: c.outPublished.Load(), OutcomesReceived: c.outReceived.Load(),
+		OutcomesDropped: map[string]uint64{
+			"own": c.outDroppedOwn.Load(), "duplicate": c.outDroppedDuplicate.Load(), "stale": c.outDroppedStale.Load(),
+			"malformed": c.outDroppedMalformed.Load(), "unknown_dependency": c.outDroppedUnknown.Load(),
+			"redis_unavailable": c.outDroppedRedis.Load(), "publish_failed": c.outPublishFailed.Load(),
+			"over_cap": c.outDroppedCap.Load(), "sharing_off": c.outDroppedOff.Load(),
+		},
+		FleetRateTrips: c.fleetRateTrips.Load(),
 	}
 	s.LastError, _ = c.lastError.Load().(string)
 	return s
@@ -76,6 +109,9 @@ const (
 	MetricRedisUp         = "adkbreaker.fleet.redis.up"
 	MetricRedisErrors     = "adkbreaker.fleet.redis.errors"
 	MetricRedisReconnects = "adkbreaker.fleet.redis.reconnects"
+	MetricOutcomes        = "adkbreaker.fleet.outcomes"
+	MetricOutcomesDropped = "adkbreaker.fleet.outcomes.dropped"
+	MetricRateTrips       = "adkbreaker.fleet.rate_trips"
 )
 
 func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
@@ -86,7 +122,10 @@ func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
 	up, err4 := m.Int64ObservableGauge(MetricRedisUp, metric.WithDescription("1 while the fleet is sharing through Redis, 0 while it breaks per replica."))
 	errs, err5 := m.Int64ObservableCounter(MetricRedisErrors, metric.WithDescription("Failed Redis operations (by kind only; never error text)."), metric.WithUnit("{error}"))
 	recon, err6 := m.Int64ObservableCounter(MetricRedisReconnects, metric.WithDescription("Re-subscriptions after a lost Redis connection."), metric.WithUnit("{reconnect}"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6} {
+	outs, err7 := m.Int64ObservableCounter(MetricOutcomes, metric.WithDescription("Outcome-count messages published to and received from other replicas."), metric.WithUnit("{message}"))
+	outDropped, err8 := m.Int64ObservableCounter(MetricOutcomesDropped, metric.WithDescription("Outcome-count messages (or their dependencies) not sent or not counted, by reason."), metric.WithUnit("{message}"))
+	rateTrips, err9 := m.Int64ObservableCounter(MetricRateTrips, metric.WithDescription("Local breakers opened because the fleet's failure rate met the policy's gate (cause fleet_rate)."), metric.WithUnit("{trip}"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
 		if err != nil {
 			return err
 		}
@@ -111,7 +150,13 @@ func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
 		o.ObserveInt64(up, v)
 		o.ObserveInt64(errs, int64(s.RedisErrors))
 		o.ObserveInt64(recon, int64(s.Reconnects))
+		o.ObserveInt64(outs, int64(s.OutcomesPublished), attr("direction", "published"))
+		o.ObserveInt64(outs, int64(s.OutcomesReceived), attr("direction", "received"))
+		for reason, n := range s.OutcomesDropped {
+			o.ObserveInt64(outDropped, int64(n), attr("reason", reason))
+		}
+		o.ObserveInt64(rateTrips, int64(s.FleetRateTrips))
 		return nil
-	}, msgs, dropped, leases, up, errs, recon)
+	}, msgs, dropped, leases, up, errs, recon, outs, outDropped, rateTrips)
 	return err
 }

@@ -3,7 +3,8 @@ package fleet
 // Status is this replica's fleet state for the status page
 // (statuspage.WithFleet(f.Status)): whether it is sharing through Redis, the
 // kind of the last Redis error (never its text), and every counter of Stats
-// by a fixed snake_case name ("dropped.<reason>" for the drops).
+// by a fixed snake_case name ("dropped.<reason>" for the drops of
+// decisions, "outcomes_dropped.<reason>" for those of outcome messages).
 func (f *Fleet) Status() (sharing bool, lastError string, counters map[string]uint64) {
 	s := f.Stats()
 	counters = map[string]uint64{
@@ -17,9 +18,16 @@ func (f *Fleet) Status() (sharing bool, lastError string, counters map[string]ui
 		"resyncs":        s.Resyncs,
 		"reconnects":     s.Reconnects,
 		"redis_errors":   s.RedisErrors,
+
+		"outcomes_published": s.OutcomesPublished,
+		"outcomes_received":  s.OutcomesReceived,
+		"fleet_rate_trips":   s.FleetRateTrips,
 	}
 	for reason, n := range s.Dropped {
 		counters["dropped."+reason] = n
+	}
+	for reason, n := range s.OutcomesDropped {
+		counters["outcomes_dropped."+reason] = n
 	}
 	return s.Healthy, s.LastError, counters
 }

@@ -3,9 +3,11 @@ package fleet_test
 import (
 	"encoding/json"
 	"net/http/httptest"
+	"reflect"
 	"testing"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/fleet"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/statuspage"
 )
@@ -44,5 +46,30 @@ func TestStatusPageShowsTheFleet(t *testing.T) {
 	}
 	if len(doc.Dependencies) != 1 || doc.Dependencies[0].State != "open" {
 		t.Errorf("dependencies %+v, want %s open", doc.Dependencies, dep)
+	}
+}
+
+// TestStatusHasEveryCounter: Status names every counter of Stats (each
+// uint64 field, and each reason of each map of drops), so a counter added
+// to Stats reaches the status page.
+func TestStatusHasEveryCounter(t *testing.T) {
+	f, err := fleet.New(registry.MustNew(), fleet.WithAddress("127.0.0.1:1"), fleet.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, _, counters := f.Status()
+	want := 0
+	v := reflect.ValueOf(f.Stats())
+	for i := range v.NumField() {
+		switch fv := v.Field(i); fv.Kind() {
+		case reflect.Uint64:
+			want++
+		case reflect.Map:
+			want += fv.Len()
+		}
+	}
+	if len(counters) != want {
+		t.Fatalf("Status has %d counters, Stats %d: %v", len(counters), want, counters)
 	}
 }

@@ -511,7 +511,7 @@ func (b *Breaker) checkSlow() bool {
 
 // tripSlow opens a closed breaker because outstanding calls are slow, with
 // the policy's hold (not a hint).
-func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false) }
+func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, false) }
 
 // probeTimeout is how long a half-open probe may take before it counts as
 // failed: the probe lease, shortened to the call timeout and the slowness

@@ -10,7 +10,10 @@ import (
 // transport: a fleet layer reads transitions through Subscribe, applies what
 // other replicas decided through AdoptOpen and AdoptClose (whose transitions
 // carry CauseFleetOpen / CauseFleetClose, so the layer never echoes them
-// back), and takes part in half-open admission through a ProbeGate.
+// back), and takes part in half-open admission through a ProbeGate. When
+// the failure rate the replicas observe together reaches a policy's gate
+// while this replica's breaker is still closed, the layer opens it with
+// TripFleet (a local decision, shared like any local trip).
 
 // Causes of transitions applied on behalf of other replicas. They are not
 // numbered with the other causes so that new local causes can be added
@@ -22,6 +25,11 @@ const (
 	// CauseFleetClose: the fleet's probe succeeded on another replica, and
 	// this breaker closed with it (AdoptClose).
 	CauseFleetClose
+	// CauseFleetRate: the failure rate over the outcomes of every replica
+	// (this one's and those the others shared) reached the policy's gate
+	// while this breaker was still closed, and the fleet layer opened it
+	// (TripFleet). Unlike fleet_open it is this replica's own decision.
+	CauseFleetRate
 )
 
 // fleetCauseName names the fleet causes for Cause.String.
@@ -31,6 +39,8 @@ func fleetCauseName(c Cause) (string, bool) {
 		return "fleet_open", true
 	case CauseFleetClose:
 		return "fleet_close", true
+	case CauseFleetRate:
+		return "fleet_rate", true
 	}
 	return "", false
 }
@@ -127,6 +137,16 @@ func (b *Breaker) AdoptClose() bool {
 	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseFleetClose, At: now})
 	return true
 }
+
+// TripFleet opens a closed breaker because the failure rate the replicas of
+// a fleet observed together reached the policy's gate (FailureRate over at
+// least MinCalls outcomes) before this replica's own window did. The hold is
+// the policy's, as for a threshold trip (OpenFor, jittered); the
+// transition's cause is CauseFleetRate, and it counts as one failure of the
+// closed generation, like Trip. A breaker that is not closed (open,
+// half-open with a probe out) or is isolated is left alone. It reports
+// whether it opened the breaker.
+func (b *Breaker) TripFleet() bool { return b.trip(0, CauseFleetRate, false, true) }
 
 // Keys returns the keys of every breaker that exists, in no order.
 func (r *Registry) Keys() []Key {

@@ -45,3 +45,24 @@ func ExampleRegistry_SetProbeGate() {
 	// lease held: true probe: true
 	// half_open → closed fleet_close
 }
+
+// The fleet layer counts the outcomes of every replica; when together they
+// meet the policy's failure rate while this replica's breaker is still
+// closed (here 3 calls of its own, below min_calls), it opens it for the
+// policy's hold.
+func ExampleBreaker_TripFleet() {
+	r := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{MinCalls: 20, OpenFor: 30 * time.Second, NoJitter: true}))
+	r.Subscribe(func(t registry.Transition) { fmt.Println(t.From, "→", t.To, t.Cause, t.RetryAfter) })
+	b, _ := r.Get("billing-api")
+	for range 3 {
+		tk, _ := b.Admit()
+		tk.Done(registry.Failure)
+	}
+	fmt.Println("opened:", b.TripFleet())
+	fmt.Println("again:", b.TripFleet()) // open already: left alone
+	_ = r.Flush(context.Background())
+	// Output:
+	// opened: true
+	// again: false
+	// closed → open fleet_rate 30s
+}

@@ -151,3 +151,38 @@ func TestTripDoesNotLeakItsExactHold(t *testing.T) {
 		b.Reset()
 	}
 }
+
+// TestTripFleetOpensOnlyAClosedBreaker: the fleet-rate trip opens a closed
+// breaker for the policy's hold with cause fleet_rate, and leaves an open,
+// half-open (its probe keeps its slot) or isolated breaker alone.
+func TestTripFleetOpensOnlyAClosedBreaker(t *testing.T) {
+	clk, r, b := newBreaker(t, registry.Policy{FailureRate: 0.5, MinCalls: 20, OpenFor: 10 * time.Second, NoJitter: true})
+	rec := record(t, r)
+	mustAdmit(t, b).Done(success)
+	if !b.TripFleet() {
+		t.Fatal("TripFleet did not open a closed breaker")
+	}
+	if b.State() != open || b.RetryAfter() != 10*time.Second || b.Status().Cause != registry.CauseFleetRate {
+		t.Fatalf("after TripFleet: %v, retry after %v, cause %v", b.State(), b.RetryAfter(), b.Status().Cause)
+	}
+	if b.TripFleet() {
+		t.Fatal("TripFleet reported opening an open breaker")
+	}
+	clk.Advance(10 * time.Second)
+	probe := mustAdmit(t, b)
+	if !probe.Probe() || b.TripFleet() || b.State() != halfOpen || b.PendingProbes() != 1 {
+		t.Fatalf("half-open: TripFleet touched it (%v, %d probes)", b.State(), b.PendingProbes())
+	}
+	probe.Done(success)
+	_ = r.Isolate("svc")
+	if b.TripFleet() {
+		t.Fatal("TripFleet opened an isolated breaker")
+	}
+	got := strings.Join(rec.briefs(t), " ")
+	if want := "svc:closed>open:fleet_rate svc:open>half_open:hold_expired svc:half_open>closed:probe_succeeded svc:closed>open:isolated"; got != want {
+		t.Fatalf("transitions = %s, want %s", got, want)
+	}
+	if registry.CauseFleetRate.String() != "fleet_rate" {
+		t.Fatal("cause name")
+	}
+}

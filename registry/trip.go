@@ -19,11 +19,14 @@ import (
 //
 // The trip counts as one failure of the current generation (which the
 // transition then clears).
-func (b *Breaker) Trip(hold time.Duration, cause Cause) { b.trip(hold, cause, true) }
+func (b *Breaker) Trip(hold time.Duration, cause Cause) { b.trip(hold, cause, true, false) }
 
 // trip opens the breaker with cause; exact makes the hold the hint alone
-// (Trip), otherwise the policy's hold applies (slowness verdicts).
-func (b *Breaker) trip(hold time.Duration, cause Cause, exact bool) {
+// (Trip), otherwise the policy's hold applies (slowness verdicts, fleet
+// rate). closedOnly leaves a breaker that is not closed alone (a half-open
+// probe in flight is not failed) and then reports whether this call opened
+// it; otherwise it reports whether the breaker is open on return.
+func (b *Breaker) trip(hold time.Duration, cause Cause, exact, closedOnly bool) bool {
 	if hold > 0 {
 		b.ObserveRetryAfter(hold) // the floor the transition will apply
 	}
@@ -33,12 +36,16 @@ func (b *Breaker) trip(hold time.Duration, cause Cause, exact bool) {
 		b.mu.Lock()
 		if b.isolated {
 			b.mu.Unlock()
-			return
+			return false
 		}
 		st := State(b.state.Load())
+		if closedOnly && st != StateClosed {
+			b.mu.Unlock()
+			return false
+		}
 		if st == StateOpen {
 			b.mu.Unlock()
-			return // already open; ObserveRetryAfter extended the hold
+			return true // already open; ObserveRetryAfter extended the hold
 		}
 		var probes []*ticketRec
 		if st == StateHalfOpen {
@@ -72,11 +79,12 @@ func (b *Breaker) trip(hold time.Duration, cause Cause, exact bool) {
 		open := State(b.state.Load()) == StateOpen
 		b.mu.Unlock()
 		if open {
-			return
+			return true
 		}
 	}
 	b.mu.Lock()
 	b.nextCause = 0
 	b.tripExact = false
 	b.mu.Unlock()
+	return State(b.state.Load()) == StateOpen
 }

@@ -2,7 +2,8 @@
 // separate processes, each with its own registry and Redis client, sharing
 // trips and probes through one redis-server, against one flaky backend on
 // loopback. It replays seed 002's incident at 1/100 of its time scale: the
-// backend goes down, the breakers trip (50% failures over 20 calls), the
+// backend goes down, the breakers trip (50% failures over 20 calls, counted
+// over the whole fleet: the replicas share their outcome counts), the
 // fleet sends one probe per 300 ms cool-down (30 s in the seed) until the
 // backend recovers, and every replica closes with the probe that succeeded.
 //
@@ -61,7 +62,8 @@ type event struct {
 	Probe   bool   `json:"probe,omitempty"`
 	OK      bool   `json:"ok,omitempty"`
 	// stats
-	Published, Received, LeasesWon uint64 `json:",omitempty"`
+	Published, Received, LeasesWon    uint64 `json:",omitempty"`
+	OutcomesPublished, FleetRateTrips uint64 `json:",omitempty"`
 }
 
 func main() {
@@ -203,7 +205,7 @@ func report(all []event, be *backendState, start, downAt, upAt time.Time, alone 
 					prop = append(prop, d)
 					note = fmt.Sprintf("   (%.1f ms after the trip)", float64(d)/1e6)
 				}
-			case "trip", "probe_failed", "lease_expired":
+			case "trip", "fleet_rate", "probe_failed", "lease_expired":
 				lastTrip = e.At
 			}
 			if e.Cause == "hold_expired" {
@@ -219,7 +221,8 @@ func report(all []event, be *backendState, start, downAt, upAt time.Time, alone 
 				fmt.Printf("%s %s probe %s\n", rel(e.At), e.Replica, result)
 			}
 		case "stats":
-			fmt.Printf("%s published=%d received=%d leases_won=%d\n", e.Replica, e.Published, e.Received, e.LeasesWon)
+			fmt.Printf("%s published=%d received=%d leases_won=%d outcome_messages=%d fleet_rate_trips=%d\n",
+				e.Replica, e.Published, e.Received, e.LeasesWon, e.OutcomesPublished, e.FleetRateTrips)
 		}
 	}
 	// Probes grouped by hold: probes closer together than half a cool-down
@@ -327,7 +330,8 @@ func runReplica(name, redisAddr, backend, prefix string, runFor time.Duration) e
 	_ = reg.Flush(context.Background())
 	if f != nil {
 		s := f.Stats()
-		emit(event{Kind: "stats", Published: s.Published, Received: s.Received, LeasesWon: s.LeasesWon})
+		emit(event{Kind: "stats", Published: s.Published, Received: s.Received, LeasesWon: s.LeasesWon,
+			OutcomesPublished: s.OutcomesPublished, FleetRateTrips: s.FleetRateTrips})
 	}
 	return nil
 }
