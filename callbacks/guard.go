@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/adk/agent"
@@ -32,6 +33,10 @@ import (
 type GuardedTool struct {
 	inner runnableTool
 	h     *Handler
+	// bd is the tool's binding once BeforeTool (or BeforeModel, when it was
+	// cached already) resolved it: bindings never change, so the calls of
+	// this GuardedTool skip the resolver's lookup by name.
+	bd atomic.Pointer[binding]
 }
 
 // runnableTool is ADK's function-tool method set (toolinternal.FunctionTool).
@@ -183,20 +188,25 @@ func packTool(req *model.LLMRequest, t runnableTool) error {
 // errCallTimeout is the cancellation cause of Policy.CallTimeout.
 var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 
-// Run marks the call as really run, runs the tool (under the dependency's
-// CallTimeout, if set) and reports its own outcome to the breaker before any
-// callback sees it.
+// Run runs the tool (under the dependency's CallTimeout, if set) and
+// reports its own outcome to the breaker before any callback sees it,
+// marking the call as really run.
+//
+// The pending entry is touched once, after the tool returned: nothing reads
+// the ran mark before (OnToolError and AfterTool follow Run). An ordinary
+// call that needs nothing more from AfterTool (no tool error to compare, no
+// result for the last-good cache) is reported and removed there at once, so
+// AfterTool finds nothing to do.
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
-	call := ctx.FunctionCallID()
-	bd, tracked := h.tix.markRan(ctx, call)
-	co, timed := h.obs.(CallObserver)
-	var start time.Time
-	if timed && tracked { // the clock is read only for an observer that wants durations
-		start = h.clock.Now()
-	}
+	bd := g.bd.Load() // set by BeforeTool when it admitted the call
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
+	}
+	co, timed := h.obs.(CallObserver)
+	var start time.Time
+	if timed && bd != nil { // the clock is read only for an observer that wants durations
+		start = h.clock.Now()
 	}
 	runCtx := ctx
 	var dctx context.Context
@@ -207,14 +217,26 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		runCtx = &deadlineToolContext{ToolContext: ctx, ctx: dctx}
 	}
 	res, err := g.inner.Run(runCtx, args)
-	if tracked {
-		o := h.judge(ctx, dctx, bd, err)
-		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
-		if timed && bd != nil {
-			co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
-		}
+	if bd == nil {
+		return res, err // no breaker: nothing was admitted
+	}
+	o := h.judge(ctx, dctx, bd, err)
+	keep := err != nil || o == registry.Success && bd.lastGood != nil && res != nil
+	if h.tix.ran(ctx, ctx.FunctionCallID(), o, RetryHint(err), res, err != nil, keep) && timed {
+		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 	}
 	return res, err
+}
+
+// binding returns the GuardedTool's binding, resolving it (and creating its
+// breaker) on first use.
+func (g *GuardedTool) binding() *binding {
+	if bd := g.bd.Load(); bd != nil {
+		return bd
+	}
+	bd := g.h.res.bind(g)
+	g.bd.Store(bd)
+	return bd
 }
 
 // judge classifies the outcome of a guarded call: the caller's cancellation
@@ -258,10 +280,14 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if _, ok := t.(*GuardedTool); ok {
 			continue
 		}
-		if !h.res.protects(t) {
+		bd, protected := h.res.protection(t)
+		if !protected {
 			continue
 		}
 		if g := h.Guard(t); g != t {
+			if gt, ok := g.(*GuardedTool); ok && bd != nil {
+				gt.bd.Store(bd) // already resolved: the call skips the lookup
+			}
 			req.Tools[name] = g
 		}
 	}

@@ -243,7 +243,13 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 // it admits, it records the call in the pending table, keyed by its tool
 // context.
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
-	bd := h.res.bind(t)
+	var bd *binding
+	var flags callFlags
+	if g, ok := t.(*GuardedTool); ok && g.h == h {
+		bd, flags = g.binding(), flagGuarded
+	} else {
+		bd = h.res.bind(t)
+	}
 	if bd.br == nil {
 		if bd.key != "" {
 			h.unprotected(ctx, bd.key) // unprotected.go
@@ -251,10 +257,6 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
-	var flags callFlags
-	if g, ok := t.(*GuardedTool); ok && g.h == h {
-		flags = flagGuarded
-	}
 	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
 		return nil, nil
 	}
@@ -378,6 +380,12 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 		h.escalateIfSpent(ctx)
 	}
 	call := ctx.FunctionCallID()
+	if h.tix.none(call) {
+		// Nothing pending where this call would be: the plugin's own
+		// short-circuit, or a guarded call its Run already reported and
+		// removed (see GuardedTool.Run). No lock taken.
+		return nil, nil
+	}
 	plain := err == nil && !isReflection(result)
 	if g, guarded := t.(*GuardedTool); plain && (!guarded || g.h != h) { // a guarded call takes the full path: one lock, not two
 		bd, found, handled := h.tix.takePlainSuccess(ctx, call)

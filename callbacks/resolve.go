@@ -259,10 +259,20 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 // protects reports whether calls of t go through a breaker (or will, once
 // its breaker is created): it creates nothing.
 func (r *resolver) protects(t tool.Tool) bool {
+	_, ok := r.protection(t)
+	return ok
+}
+
+// protection is protects, with t's binding when it is cached already (nil
+// otherwise).
+func (r *resolver) protection(t tool.Tool) (*binding, bool) {
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {
-		return b.br != nil
+		if b.br == nil {
+			return nil, false
+		}
+		return b, true
 	}
 	_, ok := r.keyFor(k)
-	return ok
+	return nil, ok
 }

@@ -331,36 +331,82 @@ func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
 	return false
 }
 
-// markRan records that a GuardedTool's Run started for ctx's call. It
-// returns the call's binding, and whether its outcome is still to be
-// reported (false for a call the handler did not admit).
-func (t *tickets) markRan(ctx callKey, call string) (bd *binding, tracked bool) {
-	t.update(ctx, call, func(p *pending) {
-		bd = p.bd
-		tracked = p.flags&flagReported == 0
-		p.flags |= flagGuarded | flagRan
-	})
-	return bd, tracked
+// ran reports the tool's own outcome of ctx's call, marks the call as run
+// by a GuardedTool and reports whether there was an unreported pending call.
+// With keep, the entry stays, marked reported, until AfterTool (or AfterRun)
+// removes it: AfterTool compares the outcome it is shown with the tool's own
+// (keep it when the tool erred) and caches the tool's own result (keep it
+// for a success whose dependency caches last-good results). Without keep,
+// the entry is removed at once.
+//
+// An ordinary success without a retry hint is reported in place, under the
+// shard lock, as takePlainSuccess does (it cannot change the state, so no
+// notification is sent under the lock); anything else is reported after
+// the lock is released.
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
+	s := t.shard(call)
+	s.mu.Lock()
+	i := s.indexLocked(ctx)
+	if i < 0 {
+		tk, ok := s.ranBigLocked(ctx, o, result, toolErr, keep)
+		s.mu.Unlock()
+		tk.Report(o, hint)
+		return ok
+	}
+	e := &s.small[i]
+	if e.flags&flagReported != 0 {
+		s.mu.Unlock()
+		return false
+	}
+	var tk registry.Reservation
+	if o == registry.Success && hint == 0 && !e.tk.Probe() {
+		e.tk.Report(registry.Success, 0)
+	} else {
+		tk = e.tk
+	}
+	if keep {
+		e.tk = registry.Reservation{}
+		e.flags |= flagGuarded | flagRan | flagReported
+		if toolErr {
+			e.flags |= flagToolErr
+		}
+		e.raw, e.result = o, result
+	} else {
+		s.removeAtLocked(i)
+		s.n.Store(int32(s.lenLocked()))
+	}
+	s.mu.Unlock()
+	tk.Report(o, hint)
+	return true
 }
 
-// ran reports the tool's own outcome of ctx's call. The entry stays, marked
-// reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
-// outcome it is shown with the tool's own.
-func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr bool) {
-	var tk registry.Reservation
-	t.update(ctx, call, func(p *pending) {
-		if p.flags&flagReported != 0 {
-			return
-		}
-		tk, p.tk = p.tk, registry.Reservation{}
-		p.flags |= flagReported
-		if toolErr {
-			p.flags |= flagToolErr
-		}
-		p.raw, p.result = o, result
-	})
-	tk.Report(o, hint)
+// ranBigLocked is ran for a call in the shard's overflow map: it returns
+// the reservation to report.
+func (s *ticketShard) ranBigLocked(ctx callKey, o registry.Outcome, result map[string]any, toolErr, keep bool) (registry.Reservation, bool) {
+	p, ok := s.big[ctx]
+	if !ok || p.flags&flagReported != 0 {
+		return registry.Reservation{}, false
+	}
+	tk := p.tk
+	if !keep {
+		s.deleteBigLocked(ctx)
+		return tk, true
+	}
+	p.tk = registry.Reservation{}
+	p.flags |= flagGuarded | flagRan | flagReported
+	if toolErr {
+		p.flags |= flagToolErr
+	}
+	p.raw, p.result = o, result
+	s.big[ctx] = p
+	return tk, true
 }
+
+// none reports, without locking, that nothing is pending in call's shard.
+// Only a caller that put the call itself (or that runs after whatever put
+// it, as ADK's callbacks of one call do) may conclude from it that its call
+// is not pending.
+func (t *tickets) none(call string) bool { return t.shard(call).n.Load() == 0 }
 
 // sawError records that OnToolError saw ctx's call's error and returns the
 // call's flags.
