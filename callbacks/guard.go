@@ -203,29 +203,43 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}
-	co, timed := h.obs.(CallObserver)
+	if bd == nil {
+		return g.inner.Run(ctx, args) // no breaker: nothing was admitted
+	}
+	co := h.callObs
 	var start time.Time
-	if timed && bd != nil { // the clock is read only for an observer that wants durations
+	if co != nil { // the clock is read only for an observer that wants durations
 		start = h.clock.Now()
 	}
-	runCtx := ctx
-	var dctx context.Context
-	if bd != nil && bd.callTimeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
-		defer cancel()
-		runCtx = &deadlineToolContext{ToolContext: ctx, ctx: dctx}
+	var res map[string]any
+	var o registry.Outcome
+	var err error
+	if bd.callTimeout > 0 {
+		res, o, err = g.runTimed(ctx, args, bd)
+	} else {
+		res, err = g.inner.Run(ctx, args)
+		o = h.judge(ctx, nil, bd, err)
 	}
-	res, err := g.inner.Run(runCtx, args)
-	if bd == nil {
-		return res, err // no breaker: nothing was admitted
+	var hint time.Duration
+	keep := err != nil // AfterTool compares what it is shown with the tool's error
+	if keep {
+		hint = RetryHint(err)
+	} else {
+		keep = o == registry.Success && bd.lastGood != nil && res != nil // AfterTool caches the tool's own result
 	}
-	o := h.judge(ctx, dctx, bd, err)
-	keep := err != nil || o == registry.Success && bd.lastGood != nil && res != nil
-	if h.tix.ran(ctx, ctx.FunctionCallID(), o, RetryHint(err), res, err != nil, keep) && timed {
+	if h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, res, err != nil, keep) && co != nil {
 		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 	}
 	return res, err
+}
+
+// runTimed runs the tool under the dependency's CallTimeout and judges its
+// outcome (before the timeout's context is cancelled: judge reads its cause).
+func (g *GuardedTool) runTimed(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
+	dctx, cancel := context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
+	defer cancel()
+	res, err := g.inner.Run(&deadlineToolContext{ToolContext: ctx, ctx: dctx}, args)
+	return res, g.h.judge(ctx, dctx, bd, err), err
 }
 
 // binding returns the GuardedTool's binding, resolving it (and creating its

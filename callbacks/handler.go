@@ -139,6 +139,7 @@ type Handler struct {
 	ledger    *degrade.Ledger
 	clock     registry.Clock
 	obs       Observer
+	callObs   CallObserver // obs, when it wants call durations; else nil
 	guards    []ModelGuard
 	turnLimit int
 	scLimit   int
@@ -227,6 +228,7 @@ func New(cfg Config) (*Handler, error) {
 	h.res = res
 	h.toolNote = cfg.ToolNote
 	h.overflow = newLogLimiter(time.Minute) // unprotected.go
+	h.callObs, _ = h.obs.(CallObserver)
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.adm = registry.NewAdmission(h.admitted)
 	cfg.Registry.AddAdmission(h.adm)
@@ -379,8 +381,8 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	if h.maxCalls > 0 || h.maxDur > 0 {
 		h.escalateIfSpent(ctx)
 	}
-	call := ctx.FunctionCallID()
-	if h.tix.none(call) {
+	s := h.tix.shard(ctx.FunctionCallID())
+	if s.empty() {
 		// Nothing pending where this call would be: the plugin's own
 		// short-circuit, or a guarded call its Run already reported and
 		// removed (see GuardedTool.Run). No lock taken.
@@ -388,7 +390,7 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	}
 	plain := err == nil && !isReflection(result)
 	if g, guarded := t.(*GuardedTool); plain && (!guarded || g.h != h) { // a guarded call takes the full path: one lock, not two
-		bd, found, handled := h.tix.takePlainSuccess(ctx, call)
+		bd, found, handled := s.takePlainSuccess(ctx)
 		if !found {
 			return nil, nil
 		}
@@ -397,7 +399,7 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 			return nil, nil
 		}
 	}
-	p, found, handled := h.tix.takeEntry(ctx, call, false)
+	p, found, handled := s.takeEntry(ctx, false)
 	if !found {
 		return nil, nil
 	}

@@ -1,7 +1,6 @@
 package callbacks
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -65,7 +64,6 @@ const (
 // that parallel calls (and separate dependencies) rarely share a lock; within
 // a shard, entries are matched by tool context (see callKey).
 type tickets struct {
-	seed   maphash.Seed
 	perCap int // per-shard cap; beyond it the oldest entry is abandoned
 	shards [ticketShards]ticketShard
 }
@@ -81,7 +79,7 @@ type ticketShard struct {
 }
 
 func newTickets(maxPending int) *tickets {
-	t := &tickets{seed: maphash.MakeSeed(), perCap: max(maxPending/ticketShards, smallPending)}
+	t := &tickets{perCap: max(maxPending/ticketShards, smallPending)}
 	for i := range t.shards {
 		t.shards[i].small = make([]pending, 0, smallPending)
 	}
@@ -89,13 +87,17 @@ func newTickets(maxPending int) *tickets {
 }
 
 // shard picks a shard from the call ID. ADK's IDs ("adk-<uuid>") and model
-// IDs end in varying characters, so the tail is enough to spread lock
-// contention; short IDs fall back to a full hash.
+// IDs ("call_0", "call_1", …) end in varying characters, so the last two
+// are enough to spread lock contention. It is small enough to be inlined:
+// every callback computes it.
 func (t *tickets) shard(call string) *ticketShard {
-	if n := len(call); n >= 8 {
-		return &t.shards[(uint(call[n-1])^uint(call[n-2])<<3)%ticketShards]
+	var x uint
+	if n := len(call); n >= 2 {
+		x = uint(call[n-1]) ^ uint(call[n-2])<<3
+	} else if n == 1 {
+		x = uint(call[0])
 	}
-	return &t.shards[maphash.String(t.seed, call)%ticketShards]
+	return &t.shards[x%ticketShards]
 }
 
 func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
@@ -111,17 +113,18 @@ func (s *ticketShard) indexLocked(ctx callKey) int {
 }
 
 // removeAtLocked removes small[i] by moving the last entry into its place.
-// The vacated slot's context and invocation ID are cleared: a stale tool
+// The vacated slot's tool context and result are cleared: a stale tool
 // context would keep the finished invocation's whole object graph (session,
-// agent, requests) reachable. The rest (breaker, binding) is long-lived.
+// agent, requests) reachable, a result the tool's answer. The rest is left
+// for the slot's next use to overwrite (reserve and put set every field they
+// read; nothing reads past len): an invocation ID, the long-lived breaker
+// and binding, and a reported reservation's few bytes.
 func (s *ticketShard) removeAtLocked(i int) {
 	last := len(s.small) - 1
 	if i != last {
 		s.small[i] = s.small[last]
 	}
-	s.small[last].ctx, s.small[last].inv = nil, ""
-	s.small[last].tk = registry.Reservation{}
-	s.small[last].flags, s.small[last].result = 0, nil
+	s.small[last].ctx, s.small[last].result = nil, nil
 	s.small = s.small[:last]
 }
 
@@ -261,8 +264,7 @@ func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding
 // pending entry is copied out (takeEntry's return value is ~150 bytes). found
 // is false when there is no entry; handled is false, with the entry left in
 // place, when it needs takeEntry's full path.
-func (t *tickets) takePlainSuccess(ctx callKey, call string) (bd *binding, found, handled bool) {
-	s := t.shard(call)
+func (s *ticketShard) takePlainSuccess(ctx callKey) (bd *binding, found, handled bool) {
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
 		e := &s.small[i]
@@ -288,7 +290,10 @@ func (t *tickets) takePlainSuccess(ctx callKey, call string) (bd *binding, found
 // lock order on reserve), and handled is true; the returned entry then holds
 // no reservation.
 func (t *tickets) takeEntry(ctx callKey, call string, plainSuccess bool) (p pending, found, handled bool) {
-	s := t.shard(call)
+	return t.shard(call).takeEntry(ctx, plainSuccess)
+}
+
+func (s *ticketShard) takeEntry(ctx callKey, plainSuccess bool) (p pending, found, handled bool) {
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
 		e := &s.small[i]
@@ -358,19 +363,22 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 		s.mu.Unlock()
 		return false
 	}
-	var tk registry.Reservation
 	if o == registry.Success && hint == 0 && !e.tk.Probe() {
 		e.tk.Report(registry.Success, 0)
-	} else {
-		tk = e.tk
+		if keep {
+			e.tk = registry.Reservation{}
+			e.markReported(o, result, toolErr)
+		} else {
+			s.removeAtLocked(i)
+			s.n.Store(int32(s.lenLocked()))
+		}
+		s.mu.Unlock()
+		return true
 	}
+	tk := e.tk
 	if keep {
 		e.tk = registry.Reservation{}
-		e.flags |= flagGuarded | flagRan | flagReported
-		if toolErr {
-			e.flags |= flagToolErr
-		}
-		e.raw, e.result = o, result
+		e.markReported(o, result, toolErr)
 	} else {
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
@@ -378,6 +386,15 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 	s.mu.Unlock()
 	tk.Report(o, hint)
 	return true
+}
+
+// markReported records the tool's own outcome in a kept entry (see ran).
+func (p *pending) markReported(o registry.Outcome, result map[string]any, toolErr bool) {
+	p.flags |= flagGuarded | flagRan | flagReported
+	if toolErr {
+		p.flags |= flagToolErr
+	}
+	p.raw, p.result = o, result
 }
 
 // ranBigLocked is ran for a call in the shard's overflow map: it returns
@@ -393,20 +410,16 @@ func (s *ticketShard) ranBigLocked(ctx callKey, o registry.Outcome, result map[s
 		return tk, true
 	}
 	p.tk = registry.Reservation{}
-	p.flags |= flagGuarded | flagRan | flagReported
-	if toolErr {
-		p.flags |= flagToolErr
-	}
-	p.raw, p.result = o, result
+	p.markReported(o, result, toolErr)
 	s.big[ctx] = p
 	return tk, true
 }
 
-// none reports, without locking, that nothing is pending in call's shard.
+// empty reports, without locking, that nothing is pending in the shard.
 // Only a caller that put the call itself (or that runs after whatever put
 // it, as ADK's callbacks of one call do) may conclude from it that its call
 // is not pending.
-func (t *tickets) none(call string) bool { return t.shard(call).n.Load() == 0 }
+func (s *ticketShard) empty() bool { return s.n.Load() == 0 }
 
 // sawError records that OnToolError saw ctx's call's error and returns the
 // call's flags.
