@@ -351,6 +351,21 @@ func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
 func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
 	s := t.shard(call)
 	s.mu.Lock()
+	if i := s.indexLocked(ctx); i >= 0 && !keep && o == registry.Success && hint == 0 {
+		// The common case, kept small so that it needs few registers.
+		if e := &s.small[i]; e.flags&flagReported == 0 && !e.tk.Probe() {
+			e.tk.Report(registry.Success, 0)
+			s.removeAtLocked(i)
+			s.n.Store(int32(s.lenLocked()))
+			s.mu.Unlock()
+			return true
+		}
+	}
+	return s.ranLocked(ctx, o, hint, result, toolErr, keep)
+}
+
+// ranLocked is ran past its common case; it releases the shard lock.
+func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
 	i := s.indexLocked(ctx)
 	if i < 0 {
 		tk, ok := s.ranBigLocked(ctx, o, result, toolErr, keep)
@@ -363,19 +378,12 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 		s.mu.Unlock()
 		return false
 	}
+	var tk registry.Reservation
 	if o == registry.Success && hint == 0 && !e.tk.Probe() {
-		e.tk.Report(registry.Success, 0)
-		if keep {
-			e.tk = registry.Reservation{}
-			e.markReported(o, result, toolErr)
-		} else {
-			s.removeAtLocked(i)
-			s.n.Store(int32(s.lenLocked()))
-		}
-		s.mu.Unlock()
-		return true
+		e.tk.Report(registry.Success, 0) // in place, as above
+	} else {
+		tk = e.tk // reported below, without the lock
 	}
-	tk := e.tk
 	if keep {
 		e.tk = registry.Reservation{}
 		e.markReported(o, result, toolErr)
