@@ -199,7 +199,7 @@ var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 // AfterTool finds nothing to do.
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
-	bd := g.bd.Load() // set by BeforeTool when it admitted the call
+	bd := g.bd.Load() // set by BeforeTool (or BeforeModel) before the call
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}

@@ -40,10 +40,12 @@ const (
 	// flagGuarded: the call was dispatched to a GuardedTool of this handler,
 	// so its Run marks whether the tool really ran.
 	flagGuarded callFlags = 1 << iota
-	// flagRan: the tool's Run started.
+	// flagRan: the tool's Run ran (set with flagReported, once the tool
+	// returned: nothing reads it earlier).
 	flagRan
 	// flagReported: Run reported the tool's own outcome; the entry waits
-	// for AfterTool to compare it with what AfterTool is shown.
+	// for AfterTool to compare it with what AfterTool is shown. (An entry
+	// AfterTool has no use for is removed by Run instead: see ran.)
 	flagReported
 	// flagToolErr: the tool's Run returned an error.
 	flagToolErr
