@@ -71,6 +71,10 @@ func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
 	return h
 }
 
+// containedPolicy is issue 7's benchmark configuration: a bulkhead of 20
+// and a fixed 1s in-flight slowness threshold.
+var containedPolicy = registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}
+
 func gbSettings() gobreaker.Settings {
 	return gobreaker.Settings{Interval: 60 * time.Second, BucketPeriod: 6 * time.Second, Timeout: time.Hour}
 }
@@ -83,6 +87,8 @@ func gbSettings() gobreaker.Settings {
 //	closed-plain:     the same with every containment feature off
 //	closed-contained: the same with a bulkhead of 20 and a fixed 1s
 //	                  in-flight slowness threshold
+//	closed-guarded:   BeforeTool, GuardedTool.Run, AfterTool (the plugin's
+//	                  default); -contained as above
 //	open:             BeforeTool short-circuit with payload (a new
 //	                  invocation every 4 short-circuits, AfterRun included)
 //	*-parallel:       the same under b.RunParallel on one dependency
@@ -105,7 +111,7 @@ func BenchmarkToolPath(b *testing.B) {
 	}{
 		{"closed", registry.Policy{OpenFor: time.Hour}},
 		{"closed-plain", registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}},
-		{"closed-contained", registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}},
+		{"closed-contained", containedPolicy},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h := newHandler(b, registry.WithDefaultPolicy(c.pol))
@@ -123,19 +129,29 @@ func BenchmarkToolPath(b *testing.B) {
 	// closed-guarded is what the plugin runs by default: BeforeTool, the
 	// GuardedTool's Run (marking the call ran, then reporting the tool's own
 	// outcome) around a no-op tool, and AfterTool.
-	b.Run("closed-guarded", func(b *testing.B) {
-		h := newHandler(b)
-		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
-		gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
-		b.ReportAllocs()
-		for b.Loop() {
-			if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
-				b.Fatal("short-circuited")
+	// closed-guarded-contained is the same with a bulkhead of 20 and a
+	// fixed 1s in-flight slowness threshold.
+	for _, c := range []struct {
+		name string
+		opts []registry.Option
+	}{
+		{"closed-guarded", nil},
+		{"closed-guarded-contained", []registry.Option{registry.WithDefaultPolicy(containedPolicy)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			h := newHandler(b, c.opts...)
+			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+			gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+			b.ReportAllocs()
+			for b.Loop() {
+				if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+					b.Fatal("short-circuited")
+				}
+				res, err := gt.Run(ctx, nil)
+				h.AfterTool(ctx, gt, nil, res, err)
 			}
-			res, err := gt.Run(ctx, nil)
-			h.AfterTool(ctx, gt, nil, res, err)
-		}
-	})
+		})
+	}
 	b.Run("open", func(b *testing.B) {
 		h := newHandler(b)
 		_ = h.Registry().Isolate("get_invoice")

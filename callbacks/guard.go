@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/adk/agent"
@@ -32,6 +33,10 @@ import (
 type GuardedTool struct {
 	inner runnableTool
 	h     *Handler
+	// bd is the tool's binding once BeforeTool (or BeforeModel, when it was
+	// cached already) resolved it: bindings never change, so the calls of
+	// this GuardedTool skip the resolver's lookup by name.
+	bd atomic.Pointer[binding]
 }
 
 // runnableTool is ADK's function-tool method set (toolinternal.FunctionTool).
@@ -183,38 +188,69 @@ func packTool(req *model.LLMRequest, t runnableTool) error {
 // errCallTimeout is the cancellation cause of Policy.CallTimeout.
 var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 
-// Run marks the call as really run, runs the tool (under the dependency's
-// CallTimeout, if set) and reports its own outcome to the breaker before any
-// callback sees it.
+// Run runs the tool (under the dependency's CallTimeout, if set) and
+// reports its own outcome to the breaker before any callback sees it,
+// marking the call as really run.
+//
+// The pending entry is touched once, after the tool returned: nothing reads
+// the ran mark before (OnToolError and AfterTool follow Run). An ordinary
+// call that needs nothing more from AfterTool (no tool error to compare, no
+// result for the last-good cache) is reported and removed there at once, so
+// AfterTool finds nothing to do.
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
-	call := ctx.FunctionCallID()
-	bd, tracked := h.tix.markRan(ctx, call)
-	co, timed := h.obs.(CallObserver)
-	var start time.Time
-	if timed && tracked { // the clock is read only for an observer that wants durations
-		start = h.clock.Now()
-	}
+	bd := g.bd.Load() // set by BeforeTool (or BeforeModel) before the call
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}
-	runCtx := ctx
-	var dctx context.Context
-	if bd != nil && bd.callTimeout > 0 {
-		var cancel context.CancelFunc
-		dctx, cancel = context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
-		defer cancel()
-		runCtx = &deadlineToolContext{ToolContext: ctx, ctx: dctx}
+	if bd == nil {
+		return g.inner.Run(ctx, args) // no breaker: nothing was admitted
 	}
-	res, err := g.inner.Run(runCtx, args)
-	if tracked {
-		o := h.judge(ctx, dctx, bd, err)
-		h.tix.ran(ctx, call, o, RetryHint(err), res, err != nil)
-		if timed && bd != nil {
-			co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
-		}
+	co := h.callObs
+	var start time.Time
+	if co != nil { // the clock is read only for an observer that wants durations
+		start = h.clock.Now()
+	}
+	var res map[string]any
+	var o registry.Outcome
+	var err error
+	if bd.callTimeout > 0 {
+		res, o, err = g.runTimed(ctx, args, bd)
+	} else {
+		res, err = g.inner.Run(ctx, args)
+		o = h.judge(ctx, nil, bd, err)
+	}
+	var hint time.Duration
+	keep := err != nil // AfterTool compares what it is shown with the tool's error
+	if keep {
+		hint = RetryHint(err)
+	} else {
+		keep = o == registry.Success && bd.lastGood != nil && res != nil // AfterTool caches the tool's own result
+	}
+	if h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, res, err != nil, keep) && co != nil {
+		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 	}
 	return res, err
+}
+
+// runTimed runs the tool under the dependency's CallTimeout and judges its
+// outcome (before the timeout's context is cancelled: judge reads its cause).
+func (g *GuardedTool) runTimed(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
+	dctx, cancel := context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
+	defer cancel()
+	res, err := g.inner.Run(&deadlineToolContext{ToolContext: ctx, ctx: dctx}, args)
+	return res, g.h.judge(ctx, dctx, bd, err), err
+}
+
+// binding returns the GuardedTool's binding, resolving it (and creating its
+// breaker) on first use.
+func (g *GuardedTool) binding() *binding {
+	if bd := g.bd.Load(); bd != nil {
+		return bd
+	}
+	bd := g.h.res.bind(g)
+	g.bd.Store(bd)
+	return bd
 }
 
 // judge classifies the outcome of a guarded call: the caller's cancellation
@@ -258,10 +294,14 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if _, ok := t.(*GuardedTool); ok {
 			continue
 		}
-		if !h.res.protects(t) {
+		bd, protected := h.res.protection(t)
+		if !protected {
 			continue
 		}
 		if g := h.Guard(t); g != t {
+			if gt, ok := g.(*GuardedTool); ok && bd != nil {
+				gt.bd.Store(bd) // already resolved: the call skips the lookup
+			}
 			req.Tools[name] = g
 		}
 	}

@@ -140,6 +140,7 @@ type Handler struct {
 	ledger    *degrade.Ledger
 	clock     registry.Clock
 	obs       Observer
+	callObs   CallObserver // obs, when it wants call durations; else nil
 	guards    []ModelGuard
 	turnLimit int
 	scLimit   int
@@ -228,6 +229,7 @@ func New(cfg Config) (*Handler, error) {
 	h.res = res
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
+	h.callObs, _ = h.obs.(CallObserver)
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.adm = registry.NewAdmission(h.admitted)
 	cfg.Registry.AddAdmission(h.adm)
@@ -244,7 +246,13 @@ func (h *Handler) Registry() *registry.Registry { return h.reg }
 // it admits, it records the call in the pending table, keyed by its tool
 // context.
 func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string]any) (map[string]any, error) {
-	bd := h.res.bind(t)
+	var bd *binding
+	var flags callFlags
+	if g, ok := t.(*GuardedTool); ok && g.h == h {
+		bd, flags = g.binding(), flagGuarded
+	} else {
+		bd = h.res.bind(t)
+	}
 	if bd.br == nil {
 		if bd.key != "" {
 			h.unprotected(ctx, bd.key) // unprotected.go
@@ -252,10 +260,6 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
-	var flags callFlags
-	if g, ok := t.(*GuardedTool); ok && g.h == h {
-		flags = flagGuarded
-	}
 	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
 		return nil, nil
 	}
@@ -378,10 +382,16 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 	if h.maxCalls > 0 || h.maxDur > 0 {
 		h.escalateIfSpent(ctx)
 	}
-	call := ctx.FunctionCallID()
+	s := h.tix.shard(ctx.FunctionCallID())
+	if s.empty() {
+		// Nothing pending where this call would be: the plugin's own
+		// short-circuit, or a guarded call its Run already reported and
+		// removed (see GuardedTool.Run). No lock taken.
+		return nil, nil
+	}
 	plain := err == nil && !isReflection(result)
 	if g, guarded := t.(*GuardedTool); plain && (!guarded || g.h != h) { // a guarded call takes the full path: one lock, not two
-		bd, found, handled := h.tix.takePlainSuccess(ctx, call)
+		bd, found, handled := s.takePlainSuccess(ctx)
 		if !found {
 			return nil, nil
 		}
@@ -390,7 +400,7 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 			return nil, nil
 		}
 	}
-	p, found, handled := h.tix.takeEntry(ctx, call, false)
+	p, found, handled := s.takeEntry(ctx, false)
 	if !found {
 		return nil, nil
 	}

@@ -29,9 +29,11 @@ func TestPairedToolPath(t *testing.T) {
 	cb := gobreaker.NewTwoStepCircuitBreaker[struct{}](gbSettings())
 	hClosed := newHandler(t)
 	hPlain := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, DisableSlowInFlight: true}))
-	hContained := newHandler(t, registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}))
+	hContained := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
 	hGuarded := newHandler(t)
 	gt := hGuarded.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+	hGuardedC := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
+	gtc := hGuardedC.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hOpen := newHandler(t)
 	_ = hOpen.Registry().Isolate("get_invoice")
 	tl := &fakeTool{name: "get_invoice"}
@@ -76,6 +78,13 @@ func TestPairedToolPath(t *testing.T) {
 				hGuarded.BeforeTool(ctx, gt, nil)
 				res, err := gt.Run(ctx, nil)
 				hGuarded.AfterTool(ctx, gt, nil, res, err)
+			}
+		}},
+		{"closed, guarded+cont.", func() { // the same with a bulkhead and a fixed slowness threshold
+			for range n {
+				hGuardedC.BeforeTool(ctx, gtc, nil)
+				res, err := gtc.Run(ctx, nil)
+				hGuardedC.AfterTool(ctx, gtc, nil, res, err)
 			}
 		}},
 		{"open short-circuit", func() {

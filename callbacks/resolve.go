@@ -57,6 +57,18 @@ type resolver struct {
 	// hot path); byKey caches DependencyKeyer tools by name and key.
 	byName atomic.Pointer[map[string]*binding]
 	cache  atomic.Pointer[map[bindKey]*binding]
+	// few holds the first fewNames entries of byName in a slice: comparing
+	// a handful of names (a tool returns the same string each time, so
+	// equal names compare by pointer) is cheaper than hashing one.
+	few atomic.Pointer[[]namedBinding]
+}
+
+// fewNames bounds resolver.few.
+const fewNames = 8
+
+type namedBinding struct {
+	name string
+	bd   *binding
 }
 
 type pattern struct {
@@ -153,6 +165,13 @@ func keyOf(t tool.Tool) bindKey {
 // cached by name alone, so the common lookup hashes one string.
 func (r *resolver) cached(k bindKey) (*binding, bool) {
 	if k.dep == "" {
+		if few := r.few.Load(); few != nil {
+			for _, nb := range *few {
+				if nb.name == k.name {
+					return nb.bd, true
+				}
+			}
+		}
 		b, ok := (*r.byName.Load())[k.name]
 		return b, ok
 	}
@@ -217,6 +236,14 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 	}
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)
+		if cur := r.few.Load(); cur == nil || len(*cur) < fewNames {
+			var next []namedBinding
+			if cur != nil {
+				next = append(next, *cur...)
+			}
+			next = append(next, namedBinding{name: k.name, bd: b})
+			r.few.Store(&next)
+		}
 	} else {
 		cowInsert(&r.cache, k, b, r.maxCache)
 	}
@@ -259,10 +286,20 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 // protects reports whether calls of t go through a breaker (or will, once
 // its breaker is created): it creates nothing.
 func (r *resolver) protects(t tool.Tool) bool {
+	_, ok := r.protection(t)
+	return ok
+}
+
+// protection is protects, with t's binding when it is cached already (nil
+// otherwise).
+func (r *resolver) protection(t tool.Tool) (*binding, bool) {
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {
-		return b.br != nil
+		if b.br == nil {
+			return nil, false
+		}
+		return b, true
 	}
 	_, ok := r.keyFor(k)
-	return ok
+	return nil, ok
 }

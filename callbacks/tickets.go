@@ -1,7 +1,6 @@
 package callbacks
 
 import (
-	"hash/maphash"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -41,10 +40,12 @@ const (
 	// flagGuarded: the call was dispatched to a GuardedTool of this handler,
 	// so its Run marks whether the tool really ran.
 	flagGuarded callFlags = 1 << iota
-	// flagRan: the tool's Run started.
+	// flagRan: the tool's Run ran (set with flagReported, once the tool
+	// returned: nothing reads it earlier).
 	flagRan
 	// flagReported: Run reported the tool's own outcome; the entry waits
-	// for AfterTool to compare it with what AfterTool is shown.
+	// for AfterTool to compare it with what AfterTool is shown. (An entry
+	// AfterTool has no use for is removed by Run instead: see ran.)
 	flagReported
 	// flagToolErr: the tool's Run returned an error.
 	flagToolErr
@@ -65,7 +66,6 @@ const (
 // that parallel calls (and separate dependencies) rarely share a lock; within
 // a shard, entries are matched by tool context (see callKey).
 type tickets struct {
-	seed   maphash.Seed
 	perCap int // per-shard cap; beyond it the oldest entry is abandoned
 	shards [ticketShards]ticketShard
 }
@@ -81,7 +81,7 @@ type ticketShard struct {
 }
 
 func newTickets(maxPending int) *tickets {
-	t := &tickets{seed: maphash.MakeSeed(), perCap: max(maxPending/ticketShards, smallPending)}
+	t := &tickets{perCap: max(maxPending/ticketShards, smallPending)}
 	for i := range t.shards {
 		t.shards[i].small = make([]pending, 0, smallPending)
 	}
@@ -89,13 +89,17 @@ func newTickets(maxPending int) *tickets {
 }
 
 // shard picks a shard from the call ID. ADK's IDs ("adk-<uuid>") and model
-// IDs end in varying characters, so the tail is enough to spread lock
-// contention; short IDs fall back to a full hash.
+// IDs ("call_0", "call_1", …) end in varying characters, so the last two
+// are enough to spread lock contention. It is small enough to be inlined:
+// every callback computes it.
 func (t *tickets) shard(call string) *ticketShard {
-	if n := len(call); n >= 8 {
-		return &t.shards[(uint(call[n-1])^uint(call[n-2])<<3)%ticketShards]
+	var x uint
+	if n := len(call); n >= 2 {
+		x = uint(call[n-1]) ^ uint(call[n-2])<<3
+	} else if n == 1 {
+		x = uint(call[0])
 	}
-	return &t.shards[maphash.String(t.seed, call)%ticketShards]
+	return &t.shards[x%ticketShards]
 }
 
 func (s *ticketShard) lenLocked() int { return len(s.small) + len(s.big) }
@@ -111,17 +115,18 @@ func (s *ticketShard) indexLocked(ctx callKey) int {
 }
 
 // removeAtLocked removes small[i] by moving the last entry into its place.
-// The vacated slot's context and invocation ID are cleared: a stale tool
+// The vacated slot's tool context and result are cleared: a stale tool
 // context would keep the finished invocation's whole object graph (session,
-// agent, requests) reachable. The rest (breaker, binding) is long-lived.
+// agent, requests) reachable, a result the tool's answer. The rest is left
+// for the slot's next use to overwrite (reserve and put set every field they
+// read; nothing reads past len): an invocation ID, the long-lived breaker
+// and binding, and a reported reservation's few bytes.
 func (s *ticketShard) removeAtLocked(i int) {
 	last := len(s.small) - 1
 	if i != last {
 		s.small[i] = s.small[last]
 	}
-	s.small[last].ctx, s.small[last].inv = nil, ""
-	s.small[last].tk = registry.Reservation{}
-	s.small[last].flags, s.small[last].result = 0, nil
+	s.small[last].ctx, s.small[last].result = nil, nil
 	s.small = s.small[:last]
 }
 
@@ -261,8 +266,7 @@ func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding
 // pending entry is copied out (takeEntry's return value is ~150 bytes). found
 // is false when there is no entry; handled is false, with the entry left in
 // place, when it needs takeEntry's full path.
-func (t *tickets) takePlainSuccess(ctx callKey, call string) (bd *binding, found, handled bool) {
-	s := t.shard(call)
+func (s *ticketShard) takePlainSuccess(ctx callKey) (bd *binding, found, handled bool) {
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
 		e := &s.small[i]
@@ -288,7 +292,10 @@ func (t *tickets) takePlainSuccess(ctx callKey, call string) (bd *binding, found
 // lock order on reserve), and handled is true; the returned entry then holds
 // no reservation.
 func (t *tickets) takeEntry(ctx callKey, call string, plainSuccess bool) (p pending, found, handled bool) {
-	s := t.shard(call)
+	return t.shard(call).takeEntry(ctx, plainSuccess)
+}
+
+func (s *ticketShard) takeEntry(ctx callKey, plainSuccess bool) (p pending, found, handled bool) {
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
 		e := &s.small[i]
@@ -331,36 +338,98 @@ func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
 	return false
 }
 
-// markRan records that a GuardedTool's Run started for ctx's call. It
-// returns the call's binding, and whether its outcome is still to be
-// reported (false for a call the handler did not admit).
-func (t *tickets) markRan(ctx callKey, call string) (bd *binding, tracked bool) {
-	t.update(ctx, call, func(p *pending) {
-		bd = p.bd
-		tracked = p.flags&flagReported == 0
-		p.flags |= flagGuarded | flagRan
-	})
-	return bd, tracked
+// ran reports the tool's own outcome of ctx's call, marks the call as run
+// by a GuardedTool and reports whether there was an unreported pending call.
+// With keep, the entry stays, marked reported, until AfterTool (or AfterRun)
+// removes it: AfterTool compares the outcome it is shown with the tool's own
+// (keep it when the tool erred) and caches the tool's own result (keep it
+// for a success whose dependency caches last-good results). Without keep,
+// the entry is removed at once.
+//
+// An ordinary success without a retry hint is reported in place, under the
+// shard lock, as takePlainSuccess does (it cannot change the state, so no
+// notification is sent under the lock); anything else is reported after
+// the lock is released.
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
+	s := t.shard(call)
+	s.mu.Lock()
+	if i := s.indexLocked(ctx); i >= 0 && !keep && o == registry.Success && hint == 0 {
+		// The common case, kept small so that it needs few registers.
+		if e := &s.small[i]; e.flags&flagReported == 0 && !e.tk.Probe() {
+			e.tk.Report(registry.Success, 0)
+			s.removeAtLocked(i)
+			s.n.Store(int32(s.lenLocked()))
+			s.mu.Unlock()
+			return true
+		}
+	}
+	return s.ranLocked(ctx, o, hint, result, toolErr, keep)
 }
 
-// ran reports the tool's own outcome of ctx's call. The entry stays, marked
-// reported, until AfterTool (or AfterRun) removes it: AfterTool compares the
-// outcome it is shown with the tool's own.
-func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr bool) {
+// ranLocked is ran past its common case; it releases the shard lock.
+func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
+	i := s.indexLocked(ctx)
+	if i < 0 {
+		tk, ok := s.ranBigLocked(ctx, o, result, toolErr, keep)
+		s.mu.Unlock()
+		tk.Report(o, hint)
+		return ok
+	}
+	e := &s.small[i]
+	if e.flags&flagReported != 0 {
+		s.mu.Unlock()
+		return false
+	}
 	var tk registry.Reservation
-	t.update(ctx, call, func(p *pending) {
-		if p.flags&flagReported != 0 {
-			return
-		}
-		tk, p.tk = p.tk, registry.Reservation{}
-		p.flags |= flagReported
-		if toolErr {
-			p.flags |= flagToolErr
-		}
-		p.raw, p.result = o, result
-	})
+	if o == registry.Success && hint == 0 && !e.tk.Probe() {
+		e.tk.Report(registry.Success, 0) // in place, as above
+	} else {
+		tk = e.tk // reported below, without the lock
+	}
+	if keep {
+		e.tk = registry.Reservation{}
+		e.markReported(o, result, toolErr)
+	} else {
+		s.removeAtLocked(i)
+		s.n.Store(int32(s.lenLocked()))
+	}
+	s.mu.Unlock()
 	tk.Report(o, hint)
+	return true
 }
+
+// markReported records the tool's own outcome in a kept entry (see ran).
+func (p *pending) markReported(o registry.Outcome, result map[string]any, toolErr bool) {
+	p.flags |= flagGuarded | flagRan | flagReported
+	if toolErr {
+		p.flags |= flagToolErr
+	}
+	p.raw, p.result = o, result
+}
+
+// ranBigLocked is ran for a call in the shard's overflow map: it returns
+// the reservation to report.
+func (s *ticketShard) ranBigLocked(ctx callKey, o registry.Outcome, result map[string]any, toolErr, keep bool) (registry.Reservation, bool) {
+	p, ok := s.big[ctx]
+	if !ok || p.flags&flagReported != 0 {
+		return registry.Reservation{}, false
+	}
+	tk := p.tk
+	if !keep {
+		s.deleteBigLocked(ctx)
+		return tk, true
+	}
+	p.tk = registry.Reservation{}
+	p.markReported(o, result, toolErr)
+	s.big[ctx] = p
+	return tk, true
+}
+
+// empty reports, without locking, that nothing is pending in the shard.
+// Only a caller that put the call itself (or that runs after whatever put
+// it, as ADK's callbacks of one call do) may conclude from it that its call
+// is not pending.
+func (s *ticketShard) empty() bool { return s.n.Load() == 0 }
 
 // sawError records that OnToolError saw ctx's call's error and returns the
 // call's flags.

@@ -129,7 +129,7 @@ func (b *Breaker) newGobreakerLocked() *gb {
 		Timeout:      time.Nanosecond,
 		ReadyToTrip:  b.shouldTrip,
 		IsSuccessful: func(err error) bool { return err == nil },
-		IsExcluded:   func(err error) bool { return err == errExcluded },
+		IsExcluded:   func(err error) bool { return err != nil && err == errExcluded }, // a success (nil) skips the interface comparison
 		OnStateChange: func(_ string, from, to gobreaker.State) {
 			b.onGobreakerChange(gen, from, to)
 		},
