@@ -15,7 +15,9 @@ import (
 // "Outcome sharing").
 //
 // Every share interval the sharer reads each local breaker's cumulative
-// outcome totals (Breaker.Reported: atomic loads, nothing on the call path),
+// outcome totals (Breaker.Fresh: atomic loads, nothing on the call path;
+// outcomes of calls admitted before a state change are left out, as the
+// breaker's own window ignores them),
 // adds what changed to that dependency's fleet window, and publishes the
 // changes of every dependency in one message. Each replica adds the
 // deltas it receives to its own fleet windows. When a window meets the
@@ -42,6 +44,9 @@ const (
 	maxOrigins   = 1024
 	// maxDelta bounds one dependency's counts in one message.
 	maxDelta = 1 << 32
+	// maxReplicaID bounds a replica ID (WithReplicaID); an outcome message
+	// from a longer origin is malformed.
+	maxReplicaID = 64
 )
 
 // delta is outcomes of one dependency counted at one time (registry clock).
@@ -55,7 +60,7 @@ type delta struct {
 // deltas, oldest first. Guarded by mu; never touched on the call path.
 type window struct {
 	mu     sync.Mutex
-	last   [2]uint64 // this replica's Reported() successes, failures at the last read
+	last   [2]uint64 // this replica's Fresh() successes, failures at the last read
 	deltas []delta
 	s, f   uint64 // sums over deltas
 }
@@ -148,7 +153,7 @@ func (f *Fleet) clearWindow(k registry.Key) {
 	}
 	w := &f.depFor(k).win
 	w.mu.Lock()
-	w.reset(b.Reported()) // under the lock: the baseline never moves back
+	w.reset(b.Fresh()) // under the lock: the baseline never moves back
 	w.mu.Unlock()
 }
 
@@ -210,7 +215,7 @@ func (f *Fleet) share() {
 		}
 		w := &f.depFor(k).win
 		w.mu.Lock()
-		rep := b.Reported()
+		rep := b.Fresh()
 		s, fl := since(rep[registry.Success], w.last[0]), since(rep[registry.Failure], w.last[1])
 		w.last = [2]uint64{max(rep[registry.Success], w.last[0]), max(rep[registry.Failure], w.last[1])}
 		// Outcomes reported while the breaker is not closed (probes, calls
@@ -312,7 +317,7 @@ func parseOutcomes(payload string) (outcomes, bool) {
 		return outcomes{}, false
 	}
 	parts := strings.Split(head, "|")
-	if len(parts) != 3 || parts[0] != "2" || parts[1] == "" || !printable(parts[1]) || strings.Contains(parts[1], " ") {
+	if len(parts) != 3 || parts[0] != "2" || parts[1] == "" || len(parts[1]) > maxReplicaID || !printable(parts[1]) || strings.Contains(parts[1], " ") {
 		return outcomes{}, false
 	}
 	seq, err := strconv.ParseUint(parts[2], 10, 64)
@@ -379,6 +384,10 @@ func (o *origins) admit(origin string, seq uint64, now time.Time) string {
 		if len(o.last) >= maxOrigins {
 			delete(o.last, oldest)
 		}
+	}
+	if _, ok := o.last[origin]; !ok {
+		// A copy: origin is a slice of the message, which it would pin.
+		origin = strings.Clone(origin)
 	}
 	o.last[origin] = originRec{seq: seq, seen: now}
 	return ""
