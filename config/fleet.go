@@ -40,6 +40,9 @@ type Fleet struct {
 	// DisableOutcomeSharing keeps each replica's failure window its own
 	// (trips and probes are still shared).
 	DisableOutcomeSharing bool `json:"disable_outcome_sharing,omitempty" yaml:"disable_outcome_sharing,omitempty"`
+	// LocalOperatorActions keeps an operator's isolate and reset on the
+	// replica where they were taken (default: they apply to the fleet).
+	LocalOperatorActions bool `json:"local_operator_actions,omitempty" yaml:"local_operator_actions,omitempty"`
 }
 
 // FleetTLS configures TLS to Redis.

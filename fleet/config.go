@@ -32,6 +32,9 @@ func Options(c *config.Fleet) ([]Option, error) {
 	case c.ShareInterval != 0:
 		opts = append(opts, WithShareInterval(time.Duration(c.ShareInterval)))
 	}
+	if c.LocalOperatorActions {
+		opts = append(opts, WithLocalOperatorActions())
+	}
 	password := ""
 	if c.PasswordEnv != "" {
 		v, ok := os.LookupEnv(c.PasswordEnv)

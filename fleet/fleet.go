@@ -263,20 +263,24 @@ func (f *Fleet) onTransition(t registry.Transition) {
 		f.clearWindow(t.Key)
 	}
 	switch t.Cause {
-	case registry.CauseFleetOpen, registry.CauseFleetClose:
+	case registry.CauseFleetOpen, registry.CauseFleetClose, registry.CauseFleetIsolated, registry.CauseFleetReset:
 		// Applied from the fleet: never echoed. The lease (if any) is spent.
 		f.dropLease(t.Key)
 		return
-	case registry.CauseHoldExpired, registry.CauseIsolated, registry.CauseReset:
-		// Per-replica operator actions and the start of half-open are not
-		// shared (docs/fleet.md).
-		if t.Cause != registry.CauseHoldExpired {
-			f.dropLease(t.Key)
-		}
-		return
+	case registry.CauseHoldExpired:
+		return // the start of half-open is not shared: the lease decides
 	}
 	var o outbound
 	switch {
+	case t.Cause == registry.CauseIsolated || t.Cause == registry.CauseReset:
+		if f.s.localActions {
+			f.dropLease(t.Key)
+			return // WithLocalOperatorActions
+		}
+		o = outbound{key: t.Key, kind: kindIsolate, cause: t.Cause}
+		if t.Cause == registry.CauseReset {
+			o.kind = kindReset
+		}
 	case t.To == registry.StateOpen:
 		o = outbound{key: t.Key, kind: kindOpen, until: t.At.Add(t.RetryAfter), cause: t.Cause}
 	case t.To == registry.StateClosed && t.Cause == registry.CauseProbeSucceeded:
@@ -377,8 +381,12 @@ func (f *Fleet) flushUnpublished() {
 		if !ok {
 			return true
 		}
-		st := b.State()
-		if (o.kind == kindOpen && st == registry.StateOpen) || (o.kind == kindClose && st == registry.StateClosed) {
+		st := b.Status()
+		switch {
+		case o.kind == kindOpen && st.State == registry.StateOpen && !st.Isolated,
+			o.kind == kindClose && st.State == registry.StateClosed,
+			o.kind == kindIsolate && st.Isolated,
+			o.kind == kindReset && st.State == registry.StateClosed:
 			f.publish(*o)
 		}
 		return true
@@ -635,6 +643,10 @@ func (f *Fleet) apply(m message, fromResync bool) {
 		}
 	case kindClose:
 		b.AdoptClose()
+	case kindIsolate:
+		b.AdoptIsolate()
+	case kindReset:
+		b.AdoptReset()
 	}
 	if fromResync {
 		f.st.resyncApplied.Add(1)

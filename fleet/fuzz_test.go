@@ -13,6 +13,8 @@ func FuzzParseMessage(f *testing.F) {
 	for _, s := range []string{
 		"1|open|1733000000000000|30000|trip|pod-a|billing-api",
 		"1|close|1733000000000001|0|probe_succeeded|pod-b|mcp:github",
+		"1|isolate|1733000000000002|0|isolated|pod-c|billing-api", "1|reset|1733000000000003|0|reset|pod-a|billing-api",
+		"1|isolated|1|0|x|y|z",
 		"1|open|1|1|x|y|a|b|c", "2|open|1|1|x|y|z", "1|open|-1|1|x|y|z", "1|open|1|-5|x|y|z", "", "|||||||",
 		"2|pod-a|1733000000000000\n3 1 billing-api\n0 7 mcp:github",
 		"2|pod-a|1\n0 0 x", "2|pod-a|1\n1 1 x\n1 1 x", "2|pod-a|1\n4294967296 0 x", "2|pod a|1\n1 0 x",
@@ -22,7 +24,7 @@ func FuzzParseMessage(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, s string) {
 		if m, ok := parseMessage(s); ok {
-			if m.gen == 0 || m.holdMs < 0 || m.origin == "" || m.dep == "" || (m.kind != kindOpen && m.kind != kindClose) {
+			if m.gen == 0 || m.holdMs < 0 || m.origin == "" || m.dep == "" || !knownKind(m.kind) {
 				t.Fatalf("accepted %q as %+v", s, m)
 			}
 			if strings.Contains(m.origin, "|") {

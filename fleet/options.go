@@ -55,6 +55,7 @@ type settings struct {
 	queue          int
 	share          time.Duration // 0: outcome sharing off
 	shareSet       bool
+	localActions   bool // operator Isolate/Reset stay on this replica
 	logger         *slog.Logger
 	meter          metric.MeterProvider
 	hooks          []redis.Hook
@@ -155,6 +156,14 @@ func WithShareInterval(d time.Duration) Option {
 // window is its own (trips and probes are still shared).
 func WithoutOutcomeSharing() Option {
 	return optionFunc(func(s *settings) { s.share, s.shareSet = 0, true })
+}
+
+// WithLocalOperatorActions keeps operator actions (Registry.Isolate and
+// Registry.Reset, and the status page's buttons) on the replica where they
+// were taken. By default an operator who isolates or resets a dependency on
+// one replica does so for the whole fleet.
+func WithLocalOperatorActions() Option {
+	return optionFunc(func(s *settings) { s.localActions = true })
 }
 
 // WithLogger sets the logger for connection state changes (one line per

@@ -41,13 +41,14 @@ func newClient(s *settings) *redis.Client {
 // publishScript records a decision and broadcasts it, atomically.
 //
 //	KEYS: state, hold, lease
-//	ARGV: kind ("open"|"close"), hold ms, cause, origin, state TTL ms, channel, dependency
+//	ARGV: kind ("open"|"close"|"isolate"|"reset"), hold ms, cause, origin, state TTL ms, channel, dependency
 //
 // The generation is a hybrid logical clock on the Redis server: the server's
 // time in microseconds, or the previous generation + 1 if that is later, so
 // it keeps increasing across a Redis restart and never depends on the
-// replicas' clocks. An open never shortens the hold key's remaining TTL. The
-// publisher's own probe lease is released.
+// replicas' clocks. An open never shortens the hold key's remaining TTL; an
+// isolation holds it for the state TTL (no replica probes while it lasts);
+// a close or reset deletes it. The publisher's own probe lease is released.
 var publishScript = redis.NewScript(`
 local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000000 + tonumber(t[2])
@@ -60,6 +61,8 @@ if ARGV[1] == 'open' then
   if redis.call('PTTL', KEYS[2]) < tonumber(ARGV[2]) then
     redis.call('SET', KEYS[2], gs, 'PX', ARGV[2])
   end
+elseif ARGV[1] == 'isolate' then
+  redis.call('SET', KEYS[2], gs, 'PX', ARGV[5])
 else
   redis.call('DEL', KEYS[2])
 end
@@ -113,7 +116,7 @@ type message struct {
 
 func parseMessage(s string) (message, bool) {
 	parts := strings.SplitN(s, "|", 7)
-	if len(parts) != 7 || parts[0] != "1" || (parts[1] != kindOpen && parts[1] != kindClose) {
+	if len(parts) != 7 || parts[0] != "1" || !knownKind(parts[1]) {
 		return message{}, false
 	}
 	gen, err1 := strconv.ParseUint(parts[2], 10, 64)
@@ -127,7 +130,15 @@ func parseMessage(s string) (message, bool) {
 const (
 	kindOpen  = "open"
 	kindClose = "close"
+	// An operator's Isolate and Reset on one replica, for the fleet (unless
+	// WithLocalOperatorActions).
+	kindIsolate = "isolate"
+	kindReset   = "reset"
 )
+
+func knownKind(k string) bool {
+	return k == kindOpen || k == kindClose || k == kindIsolate || k == kindReset
+}
 
 // errClass names an error by kind only. Redis and network error texts may
 // carry addresses, user names or (in a misconfigured URL) passwords; logs,

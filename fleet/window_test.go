@@ -137,3 +137,21 @@ func TestOptionsShareInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestOptionsLocalOperatorActions: local_operator_actions reaches New's
+// settings; absent, actions are the fleet's.
+func TestOptionsLocalOperatorActions(t *testing.T) {
+	for _, local := range []bool{false, true} {
+		opts, err := Options(&config.Fleet{Address: "r:1", LocalOperatorActions: local})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var s settings
+		for _, o := range opts {
+			o.apply(&s)
+		}
+		if s.localActions != local {
+			t.Errorf("local_operator_actions %v: settings say %v", local, s.localActions)
+		}
+	}
+}

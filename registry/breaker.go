@@ -475,12 +475,16 @@ func (b *Breaker) ObserveRetryAfter(d time.Duration) {
 }
 
 // Isolate forces the dependency open until Reset, whatever its outcomes.
-func (b *Breaker) Isolate() {
+func (b *Breaker) Isolate() { b.isolate(CauseIsolated) }
+
+// isolate isolates the breaker; cause is the transition's (CauseIsolated,
+// or CauseFleetIsolated when another replica's operator isolated it).
+func (b *Breaker) isolate(cause Cause) bool {
 	now := b.reg.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	if b.isolated {
-		return
+		return false
 	}
 	prev := State(b.state.Load())
 	b.isolated = true
@@ -489,17 +493,26 @@ func (b *Breaker) Isolate() {
 	b.state.Store(int32(StateOpen))
 	b.nextPhaseLocked()
 	b.lastChange = now
-	b.reg.notify(Transition{Key: b.key, From: prev, To: StateOpen, Cause: CauseIsolated, At: now})
+	b.reg.notify(Transition{Key: b.key, From: prev, To: StateOpen, Cause: cause, At: now})
+	return true
 }
 
 // Reset returns the dependency to closed with fresh counts, ending any
 // isolation, hold, hint floor and outstanding probes. Outcomes of calls
 // admitted before the reset are ignored.
-func (b *Breaker) Reset() {
+func (b *Breaker) Reset() { b.reset(CauseReset, false) }
+
+// reset resets the breaker; cause is the transition's (CauseReset, or
+// CauseFleetReset when another replica's operator reset it). With
+// unlessClosed, a closed breaker that is not isolated is left as it is.
+func (b *Breaker) reset(cause Cause, unlessClosed bool) bool {
 	now := b.reg.clock.Now()
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	prev := State(b.state.Load())
+	if unlessClosed && prev == StateClosed && !b.isolated {
+		return false
+	}
 	b.isolated = false
 	b.openCause = 0
 	b.openUntil, b.hintUntil = time.Time{}, time.Time{}
@@ -511,7 +524,8 @@ func (b *Breaker) Reset() {
 	b.ct.resetWindow()
 	b.state.Store(int32(StateClosed))
 	b.lastChange = now
-	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseReset, At: now})
+	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: cause, At: now})
+	return true
 }
 
 // State returns the public state. A breaker whose hold has expired reports

@@ -30,6 +30,13 @@ const (
 	// while this breaker was still closed, and the fleet layer opened it
 	// (TripFleet). Unlike fleet_open it is this replica's own decision.
 	CauseFleetRate
+	// CauseFleetIsolated: an operator isolated the dependency on another
+	// replica of the fleet, and this breaker was isolated with it
+	// (AdoptIsolate).
+	CauseFleetIsolated
+	// CauseFleetReset: an operator reset the dependency on another replica
+	// of the fleet, and this breaker was reset with it (AdoptReset).
+	CauseFleetReset
 )
 
 // fleetCauseName names the fleet causes for Cause.String.
@@ -41,6 +48,10 @@ func fleetCauseName(c Cause) (string, bool) {
 		return "fleet_close", true
 	case CauseFleetRate:
 		return "fleet_rate", true
+	case CauseFleetIsolated:
+		return "fleet_isolated", true
+	case CauseFleetReset:
+		return "fleet_reset", true
 	}
 	return "", false
 }
@@ -148,6 +159,19 @@ func (b *Breaker) AdoptClose() bool {
 // half-open with a probe out) or is isolated is left alone. It reports
 // whether it opened the breaker.
 func (b *Breaker) TripFleet() bool { return b.trip(0, CauseFleetRate, false, true) }
+
+// AdoptIsolate isolates the breaker because an operator isolated the same
+// dependency on another replica of the fleet: as Isolate, with cause
+// CauseFleetIsolated (so the fleet layer does not echo it). It reports
+// whether the breaker was not isolated already.
+func (b *Breaker) AdoptIsolate() bool { return b.isolate(CauseFleetIsolated) }
+
+// AdoptReset resets the breaker because an operator reset the same
+// dependency on another replica of the fleet: as Reset (isolation, hold,
+// hint floor and probes end; counts start afresh), with cause
+// CauseFleetReset. A closed breaker that is not isolated is left as it is
+// (its counts too): it reports whether it reset anything.
+func (b *Breaker) AdoptReset() bool { return b.reset(CauseFleetReset, true) }
 
 // Keys returns the keys of every breaker that exists, in no order.
 func (r *Registry) Keys() []Key {

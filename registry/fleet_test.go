@@ -186,3 +186,37 @@ func TestTripFleetOpensOnlyAClosedBreaker(t *testing.T) {
 		t.Fatal("cause name")
 	}
 }
+
+// TestAdoptOperatorActions: AdoptIsolate and AdoptReset act as Isolate and
+// Reset with the fleet causes (so the fleet layer never echoes them); an
+// isolation is adopted once, and a reset leaves a closed breaker (and its
+// counts) alone.
+func TestAdoptOperatorActions(t *testing.T) {
+	_, r, b := newBreaker(t, registry.Policy{ConsecutiveFailures: 5, NoJitter: true})
+	rec := record(t, r)
+	tk, _ := b.Admit()
+	tk.Done(registry.Failure)
+	if b.AdoptReset() {
+		t.Error("AdoptReset reset a closed breaker")
+	}
+	if c := b.Counts(); c.Failures != 1 {
+		t.Errorf("AdoptReset on a closed breaker cleared its counts: %+v", c)
+	}
+	if !b.AdoptIsolate() || b.AdoptIsolate() {
+		t.Error("AdoptIsolate: want true once, then false")
+	}
+	if _, d := b.Admit(); d.Allowed || d.Reason != registry.RefusedIsolated || d.RetryAfter != registry.UntilReset {
+		t.Errorf("after AdoptIsolate: %+v", d)
+	}
+	if !b.AdoptReset() {
+		t.Error("AdoptReset did not end the isolation")
+	}
+	wantState(t, b, registry.StateClosed, 0)
+	got := strings.Join(rec.briefs(t), " ")
+	if want := "svc:closed>open:fleet_isolated svc:open>closed:fleet_reset"; got != want {
+		t.Errorf("transitions %q, want %q", got, want)
+	}
+	if registry.CauseFleetIsolated.String() != "fleet_isolated" || registry.CauseFleetReset.String() != "fleet_reset" {
+		t.Error("fleet cause names")
+	}
+}
