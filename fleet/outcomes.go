@@ -65,12 +65,12 @@ type window struct {
 	s, f   uint64 // sums over deltas
 }
 
-// add counts s successes and f failures at now, under the policy p:
-// deltas older than the Window are forgotten (in a count window too: a
-// replica that fell silent does not count forever) and a count window keeps
-// the newest CountWindow outcomes, trimming the oldest delta partially.
+// add counts s successes and f failures at now, under the policy p: a
+// time window forgets deltas older than the Window; a count window keeps
+// the newest CountWindow outcomes however old (as the breaker's own ring
+// does), trimming the oldest delta partially.
 func (w *window) add(now time.Time, s, f uint64, p *registry.Policy) {
-	w.expire(now, p.Window)
+	w.forget(now, p)
 	if s+f == 0 {
 		return
 	}
@@ -90,6 +90,16 @@ func (w *window) add(now time.Time, s, f uint64, p *registry.Policy) {
 	w.f += f
 	if p.CountWindow > 0 {
 		w.trim(uint64(p.CountWindow))
+	}
+}
+
+// forget expires the deltas of a time window older than p.Window. A count
+// window expires nothing: one breaker's count window holds its newest
+// outcomes however old, and a fleet window that forgot old successes would
+// trip on a few new failures where the breaker's own window would not.
+func (w *window) forget(now time.Time, p *registry.Policy) {
+	if p.CountWindow == 0 {
+		w.expire(now, p.Window)
 	}
 }
 
@@ -267,7 +277,7 @@ func (f *Fleet) WindowCounts(k registry.Key) (successes, failures uint64) {
 	w := &f.depFor(k).win
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.expire(f.clock.Now(), p.Window)
+	w.forget(f.clock.Now(), &p)
 	return w.s, w.f
 }
 

@@ -106,3 +106,43 @@ func TestOutcomeOriginLongerThanAReplicaID(t *testing.T) {
 		t.Fatalf("dropped %v, received %d", s.OutcomesDropped, s.OutcomesReceived)
 	}
 }
+
+// TestCountWindowKeepsOldOutcomes: a count window holds the newest
+// count_window outcomes however old they are — the local breaker's ring
+// does. 80 successes, then two minutes later 20 failures: one breaker with
+// a count window of 100 sees 20% failures and stays closed. The fleet
+// window forgot the successes after `window` (1m) and opened the breaker
+// (fleet_rate) on 20 failures of 20, with no other replica at all.
+func TestCountWindowKeepsOldOutcomes(t *testing.T) {
+	srv := redisServer(t)
+	clk := registrytest.NewFakeClock(time.Unix(1_000_000, 0))
+	pol := registry.Policy{CountWindow: 100, MinCalls: 20, FailureRate: 0.5, Window: time.Minute,
+		DisableConsecutiveFailures: true, DisableSlowInFlight: true, OpenFor: 10 * time.Second, NoJitter: true}
+	reg := registry.MustNew(registry.WithPolicy(dep, pol), registry.WithClock(clk))
+	b, err := reg.Get(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := fleet.New(reg, fleet.WithAddress(srv.Addr()), fleet.WithReplicaID("r0"),
+		fleet.WithPrefix(fmt.Sprintf("t%d", time.Now().UnixNano())), fleet.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	r := &replica{name: "r0", reg: reg, b: b, f: f}
+	waitHealthy(t, r)
+	r.report(t, 80, registry.Success)
+	r.windowIs(t, 80, 0)
+	clk.Advance(2 * time.Minute)
+	r.report(t, 20, registry.Failure)
+	if st := b.State(); st != registry.StateClosed {
+		t.Fatalf("the local count window opened: %v", st)
+	}
+	waitUntil(t, 10*time.Second, "the failures counted (or a trip)", func() bool {
+		_, fl := f.WindowCounts(dep)
+		return fl == 20 || b.State() != registry.StateClosed
+	})
+	if s, fl := f.WindowCounts(dep); b.State() != registry.StateClosed || s != 80 || fl != 20 {
+		t.Fatalf("%v, fleet window %d/%d, %d fleet-rate trips; want closed, 80/20", b.State(), s, fl, f.Stats().FleetRateTrips)
+	}
+}
