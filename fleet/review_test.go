@@ -12,6 +12,26 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
+// clockedReplica is one replica whose registry runs on clk, sharing
+// through the Redis at addr, ready.
+func clockedReplica(t *testing.T, addr string, clk registry.Clock, pol registry.Policy) *replica {
+	t.Helper()
+	reg := registry.MustNew(registry.WithPolicy(dep, pol), registry.WithClock(clk))
+	b, err := reg.Get(dep)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prefix := fmt.Sprintf("t%d", time.Now().UnixNano())
+	f, err := fleet.New(reg, fleet.WithAddress(addr), fleet.WithReplicaID("r0"), fleet.WithPrefix(prefix), fleet.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	r := &replica{name: "r0", prefix: prefix, reg: reg, b: b, f: f}
+	waitHealthy(t, r)
+	return r
+}
+
 // TestStaleOutcomesNeverTripAFreshClosedWindow: calls admitted while the
 // breaker was closed, that report only after it tripped and closed again
 // (a slow dependency: they time out late, after another replica's probe
@@ -24,20 +44,8 @@ func TestStaleOutcomesNeverTripAFreshClosedWindow(t *testing.T) {
 	clk := registrytest.NewFakeClock(time.Unix(1_000_000, 0))
 	pol := ratePolicy()
 	pol.DisableSlowInFlight = true
-	reg := registry.MustNew(registry.WithPolicy(dep, pol), registry.WithClock(clk))
-	b, err := reg.Get(dep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	fleetPrefix := fmt.Sprintf("t%d", time.Now().UnixNano())
-	f, err := fleet.New(reg, fleet.WithAddress(srv.Addr()), fleet.WithReplicaID("r0"),
-		fleet.WithPrefix(fleetPrefix), fleet.WithLogger(discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	r := &replica{name: "r0", reg: reg, b: b, f: f}
-	waitHealthy(t, r)
+	r := clockedReplica(t, srv.Addr(), clk, pol)
+	reg, b, f, fleetPrefix := r.reg, r.b, r.f, r.prefix
 
 	// Twelve calls admitted while closed stay outstanding.
 	var late []registry.Ticket
@@ -118,19 +126,8 @@ func TestCountWindowKeepsOldOutcomes(t *testing.T) {
 	clk := registrytest.NewFakeClock(time.Unix(1_000_000, 0))
 	pol := registry.Policy{CountWindow: 100, MinCalls: 20, FailureRate: 0.5, Window: time.Minute,
 		DisableConsecutiveFailures: true, DisableSlowInFlight: true, OpenFor: 10 * time.Second, NoJitter: true}
-	reg := registry.MustNew(registry.WithPolicy(dep, pol), registry.WithClock(clk))
-	b, err := reg.Get(dep)
-	if err != nil {
-		t.Fatal(err)
-	}
-	f, err := fleet.New(reg, fleet.WithAddress(srv.Addr()), fleet.WithReplicaID("r0"),
-		fleet.WithPrefix(fmt.Sprintf("t%d", time.Now().UnixNano())), fleet.WithLogger(discard))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = f.Close() })
-	r := &replica{name: "r0", reg: reg, b: b, f: f}
-	waitHealthy(t, r)
+	r := clockedReplica(t, srv.Addr(), clk, pol)
+	b, f := r.b, r.f
 	r.report(t, 80, registry.Success)
 	r.windowIs(t, 80, 0)
 	clk.Advance(2 * time.Minute)
