@@ -103,8 +103,15 @@ func (w *window) forget(now time.Time, p *registry.Policy) {
 	}
 }
 
-// expire forgets the deltas counted at or before now-span.
+// expire forgets the deltas counted at or before now-span. A delta
+// stamped after now (the registry clock stepped back) is re-anchored at
+// now: it expires a span later, not a span after the clock catches up.
 func (w *window) expire(now time.Time, span time.Duration) {
+	for i := range w.deltas {
+		if w.deltas[i].at.After(now) {
+			w.deltas[i].at = now
+		}
+	}
 	cut := now.Add(-span)
 	i := 0
 	for i < len(w.deltas) && !w.deltas[i].at.After(cut) {
