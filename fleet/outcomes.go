@@ -390,12 +390,14 @@ func (o *origins) admit(origin string, seq uint64, now time.Time) string {
 			return "stale"
 		}
 	} else if !ok && len(o.last) >= maxOrigins {
-		oldest, at := "", now
+		// The longest silent goes, even when every one was seen after now
+		// (the registry clock stepped back).
+		oldest, at, found := "", time.Time{}, false
 		for id, r := range o.last {
 			if now.Sub(r.seen) > originForget {
 				delete(o.last, id)
-			} else if !r.seen.After(at) {
-				oldest, at = id, r.seen
+			} else if !found || r.seen.Before(at) {
+				oldest, at, found = id, r.seen, true
 			}
 		}
 		if len(o.last) >= maxOrigins {

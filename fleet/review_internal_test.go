@@ -1,6 +1,7 @@
 package fleet
 
 import (
+	"fmt"
 	"testing"
 	"time"
 
@@ -25,5 +26,22 @@ func TestWindowClockSteppedBack(t *testing.T) {
 	w.add(t0.Add(62*time.Second), 0, 10, &p) // new outcomes count as usual
 	if w.s != 0 || w.f != 10 || len(w.deltas) != 1 || !w.meets(&p) {
 		t.Fatalf("after the step: %d/%d %+v", w.s, w.f, w.deltas)
+	}
+}
+
+// TestOriginsBoundedWhenTheClockStepsBack: with every remembered sender
+// seen "in the future" (the registry clock stepped back), a new sender must
+// still push one out: the table grew by one per new sender.
+func TestOriginsBoundedWhenTheClockStepsBack(t *testing.T) {
+	var o origins
+	t0 := time.Unix(1_000_000, 0)
+	for i := range maxOrigins {
+		o.admit(fmt.Sprint("a", i), 1, t0.Add(time.Hour))
+	}
+	for i := range 3 * maxOrigins {
+		o.admit(fmt.Sprint("b", i), 1, t0)
+	}
+	if len(o.last) > maxOrigins {
+		t.Fatalf("%d origins remembered, at most %d", len(o.last), maxOrigins)
 	}
 }
