@@ -208,7 +208,7 @@ func (s *settings) validate() error {
 	if len(s.prefix) > 64 || strings.ContainsAny(s.prefix, " \t\r\n{}") || !printable(s.prefix) {
 		bad("prefix: want at most 64 printable bytes without spaces or braces, got %q", s.prefix)
 	}
-	if len(s.replica) > 64 || strings.Contains(s.replica, "|") || !printable(s.replica) || strings.Contains(s.replica, " ") {
+	if len(s.replica) > maxReplicaID || strings.Contains(s.replica, "|") || !printable(s.replica) || strings.Contains(s.replica, " ") {
 		bad("replica id: want 1–64 printable bytes without spaces or '|', got %q", s.replica)
 	}
 	for _, d := range []struct {

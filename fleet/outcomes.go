@@ -15,7 +15,9 @@ import (
 // "Outcome sharing").
 //
 // Every share interval the sharer reads each local breaker's cumulative
-// outcome totals (Breaker.Reported: atomic loads, nothing on the call path),
+// outcome totals (Breaker.Fresh: atomic loads, nothing on the call path;
+// outcomes of calls admitted before a state change are left out, as the
+// breaker's own window ignores them),
 // adds what changed to that dependency's fleet window, and publishes the
 // changes of every dependency in one message. Each replica adds the
 // deltas it receives to its own fleet windows. When a window meets the
@@ -42,6 +44,9 @@ const (
 	maxOrigins   = 1024
 	// maxDelta bounds one dependency's counts in one message.
 	maxDelta = 1 << 32
+	// maxReplicaID bounds a replica ID (WithReplicaID); an outcome message
+	// from a longer origin is malformed.
+	maxReplicaID = 64
 )
 
 // delta is outcomes of one dependency counted at one time (registry clock).
@@ -55,17 +60,17 @@ type delta struct {
 // deltas, oldest first. Guarded by mu; never touched on the call path.
 type window struct {
 	mu     sync.Mutex
-	last   [2]uint64 // this replica's Reported() successes, failures at the last read
+	last   [2]uint64 // this replica's Fresh() successes, failures at the last read
 	deltas []delta
 	s, f   uint64 // sums over deltas
 }
 
-// add counts s successes and f failures at now, under the policy p:
-// deltas older than the Window are forgotten (in a count window too: a
-// replica that fell silent does not count forever) and a count window keeps
-// the newest CountWindow outcomes, trimming the oldest delta partially.
+// add counts s successes and f failures at now, under the policy p: a
+// time window forgets deltas older than the Window; a count window keeps
+// the newest CountWindow outcomes however old (as the breaker's own ring
+// does), trimming the oldest delta partially.
 func (w *window) add(now time.Time, s, f uint64, p *registry.Policy) {
-	w.expire(now, p.Window)
+	w.forget(now, p)
 	if s+f == 0 {
 		return
 	}
@@ -88,8 +93,25 @@ func (w *window) add(now time.Time, s, f uint64, p *registry.Policy) {
 	}
 }
 
-// expire forgets the deltas counted at or before now-span.
+// forget expires the deltas of a time window older than p.Window. A count
+// window expires nothing: one breaker's count window holds its newest
+// outcomes however old, and a fleet window that forgot old successes would
+// trip on a few new failures where the breaker's own window would not.
+func (w *window) forget(now time.Time, p *registry.Policy) {
+	if p.CountWindow == 0 {
+		w.expire(now, p.Window)
+	}
+}
+
+// expire forgets the deltas counted at or before now-span. A delta
+// stamped after now (the registry clock stepped back) is re-anchored at
+// now: it expires a span later, not a span after the clock catches up.
 func (w *window) expire(now time.Time, span time.Duration) {
+	for i := range w.deltas {
+		if w.deltas[i].at.After(now) {
+			w.deltas[i].at = now
+		}
+	}
 	cut := now.Add(-span)
 	i := 0
 	for i < len(w.deltas) && !w.deltas[i].at.After(cut) {
@@ -148,7 +170,7 @@ func (f *Fleet) clearWindow(k registry.Key) {
 	}
 	w := &f.depFor(k).win
 	w.mu.Lock()
-	w.reset(b.Reported()) // under the lock: the baseline never moves back
+	w.reset(b.Fresh()) // under the lock: the baseline never moves back
 	w.mu.Unlock()
 }
 
@@ -210,7 +232,7 @@ func (f *Fleet) share() {
 		}
 		w := &f.depFor(k).win
 		w.mu.Lock()
-		rep := b.Reported()
+		rep := b.Fresh()
 		s, fl := since(rep[registry.Success], w.last[0]), since(rep[registry.Failure], w.last[1])
 		w.last = [2]uint64{max(rep[registry.Success], w.last[0]), max(rep[registry.Failure], w.last[1])}
 		// Outcomes reported while the breaker is not closed (probes, calls
@@ -262,7 +284,7 @@ func (f *Fleet) WindowCounts(k registry.Key) (successes, failures uint64) {
 	w := &f.depFor(k).win
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	w.expire(f.clock.Now(), p.Window)
+	w.forget(f.clock.Now(), &p)
 	return w.s, w.f
 }
 
@@ -312,7 +334,7 @@ func parseOutcomes(payload string) (outcomes, bool) {
 		return outcomes{}, false
 	}
 	parts := strings.Split(head, "|")
-	if len(parts) != 3 || parts[0] != "2" || parts[1] == "" || !printable(parts[1]) || strings.Contains(parts[1], " ") {
+	if len(parts) != 3 || parts[0] != "2" || parts[1] == "" || len(parts[1]) > maxReplicaID || !printable(parts[1]) || strings.Contains(parts[1], " ") {
 		return outcomes{}, false
 	}
 	seq, err := strconv.ParseUint(parts[2], 10, 64)
@@ -368,17 +390,23 @@ func (o *origins) admit(origin string, seq uint64, now time.Time) string {
 			return "stale"
 		}
 	} else if !ok && len(o.last) >= maxOrigins {
-		oldest, at := "", now
+		// The longest silent goes, even when every one was seen after now
+		// (the registry clock stepped back).
+		oldest, at, found := "", time.Time{}, false
 		for id, r := range o.last {
 			if now.Sub(r.seen) > originForget {
 				delete(o.last, id)
-			} else if !r.seen.After(at) {
-				oldest, at = id, r.seen
+			} else if !found || r.seen.Before(at) {
+				oldest, at, found = id, r.seen, true
 			}
 		}
 		if len(o.last) >= maxOrigins {
 			delete(o.last, oldest)
 		}
+	}
+	if _, ok := o.last[origin]; !ok {
+		// A copy: origin is a slice of the message, which it would pin.
+		origin = strings.Clone(origin)
 	}
 	o.last[origin] = originRec{seq: seq, seen: now}
 	return ""

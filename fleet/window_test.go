@@ -39,7 +39,7 @@ func TestWindowCountSemantics(t *testing.T) {
 }
 
 // TestWindowTimeSemantics: a time window forgets deltas older than Window
-// (a count window too: a silent replica's outcomes expire), coalesces close
+// (a count window does not: it keeps its newest outcomes), coalesces close
 // deltas, and keeps at most maxDeltas however its clock moves.
 func TestWindowTimeSemantics(t *testing.T) {
 	p := registry.Policy{Window: 64 * time.Second, MinCalls: 4, FailureRate: 0.5}.WithDefaults()
@@ -77,9 +77,9 @@ func TestWindowTimeSemantics(t *testing.T) {
 	cp := registry.Policy{CountWindow: 1000, Window: time.Minute}.WithDefaults()
 	var c window
 	c.add(t0, 0, 50, &cp)
-	c.expire(t0.Add(time.Minute), cp.Window)
-	if c.s+c.f != 0 {
-		t.Fatalf("a count window kept %d/%d outcomes a Window old", c.s, c.f)
+	c.forget(t0.Add(time.Hour), &cp)
+	if c.s+c.f != 50 {
+		t.Fatalf("a count window forgot outcomes an hour old: %d/%d left of 0/50", c.s, c.f)
 	}
 }
 

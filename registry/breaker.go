@@ -90,9 +90,17 @@ type Breaker struct {
 	probes    []*ticketRec  // Guarded by mu: outstanding half-open probes.
 	nextCause Cause         // Guarded by mu: cause for the next callback transition.
 	openCause Cause         // Guarded by mu: what opened the breaker last (0 while closed).
-	// gen counts Resets; reports carry the gen they were admitted under, so a
-	// retry hint from before a Reset never applies to the fresh breaker.
-	gen        atomic.Uint64
+	// gen is the breaker's generation: Resets in its high 32 bits, state
+	// changes (any transition, Resets included) in its low 32 bits, wrapping.
+	// Reports carry the gen they were admitted under, so a retry hint from
+	// before a Reset never applies to the fresh breaker (sameReset), and an
+	// outcome of a call admitted before the last state change is known as
+	// stale (the state's window ignored it; see Fresh). Written only with mu
+	// held.
+	gen atomic.Uint64
+	// stale counts reported outcomes of calls admitted before a later state
+	// change, by outcome, as reported counts them.
+	stale      [3]atomic.Uint64
 	tripExact  bool      // Guarded by mu: Trip in progress: hold = the hint only.
 	lastChange time.Time // Guarded by mu.
 	trips      uint64    // Guarded by mu: times opened.
@@ -197,6 +205,7 @@ func (b *Breaker) setStateLocked(from, to State, cause Cause, now time.Time, ret
 		return
 	}
 	b.state.Store(int32(to))
+	b.nextPhaseLocked()
 	b.lastChange = now
 	b.reg.notify(Transition{Key: b.key, From: from, To: to, Cause: cause, At: now, RetryAfter: retryAfter})
 }
@@ -432,7 +441,7 @@ func (b *Breaker) failProbe(done func(error), cause Cause) {
 // with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
 // floor for the hold (ObserveRetryAfter). It reports whether it tripped.
 func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
-	if hint <= 0 || b.gen.Load() != gen {
+	if hint <= 0 || !sameReset(b.gen.Load(), gen) {
 		return false
 	}
 	if o == Failure && !b.pol.NoTripOnRetryHint {
@@ -482,6 +491,7 @@ func (b *Breaker) isolate(cause Cause) bool {
 	b.openCause = CauseIsolated
 	b.probes = b.probes[:0]
 	b.state.Store(int32(StateOpen))
+	b.nextPhaseLocked()
 	b.lastChange = now
 	b.reg.notify(Transition{Key: b.key, From: prev, To: StateOpen, Cause: cause, At: now})
 	return true
@@ -509,7 +519,8 @@ func (b *Breaker) reset(cause Cause, unlessClosed bool) bool {
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())
-	b.gen.Add(1) // after the swap: a call admitted by the old gobreaker carries an older gen
+	b.gen.Add(1 << 32) // after the swap: a call admitted by the old gobreaker carries an older gen
+	b.nextPhaseLocked()
 	b.ct.resetWindow()
 	b.state.Store(int32(StateClosed))
 	b.lastChange = now
@@ -587,6 +598,36 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 		return StateClosed, 0
 	}
 }
+
+// Fresh returns Reported without the outcomes of calls admitted before
+// the breaker's state last changed before they were reported (a call
+// admitted while closed that returns after a trip, or after the breaker
+// closed again): the outcomes each state's window counted, or would have
+// counted, as the state they were admitted in. A call admitted just as the
+// state changed may be left out. The difference of two reads counts the
+// outcomes between them; it never exceeds what was reported fresh.
+func (b *Breaker) Fresh() [3]uint64 {
+	var out [3]uint64
+	for i := range out {
+		r := b.reported[i].Load() // before stale: outcomeErr counts stale first
+		out[i] = r - min(b.stale[i].Load(), r)
+	}
+	return out
+}
+
+// nextPhaseLocked marks a state change in the generation (its low 32 bits,
+// wrapping without touching the Reset count). Caller holds mu.
+func (b *Breaker) nextPhaseLocked() {
+	g := b.gen.Load()
+	b.gen.Store(g&^(1<<32-1) | uint64(uint32(g)+1))
+}
+
+// samePhase reports whether the breaker's state is still the one of
+// generation gen (no state change since).
+func (b *Breaker) samePhase(gen uint64) bool { return uint32(b.gen.Load()) == uint32(gen) }
+
+// sameReset reports whether generations a and c are of the same Reset.
+func sameReset(a, c uint64) bool { return a>>32 == c>>32 }
 
 // Counts are a breaker's counters.
 type Counts struct {

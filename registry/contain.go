@@ -477,7 +477,7 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 // count window first, so that gobreaker's trip check sees it). A call
 // already judged slow is reported as excluded: it was counted when judged,
 // and must not count twice.
-func (b *Breaker) trackedOutcome(t track, o Outcome, start time.Time) error {
+func (b *Breaker) trackedOutcome(t track, o Outcome, start time.Time, gen uint64) error {
 	c := b.ct
 	c.leave(t)
 	if t&trackRing != 0 && c.covered(uint32(t)&epochMask) {
@@ -486,8 +486,10 @@ func (b *Breaker) trackedOutcome(t track, o Outcome, start time.Time) error {
 	} else if t&trackSample != 0 && o == Success {
 		c.sampleSince(b, start)
 	}
-	err := b.outcomeErr(o, start) // the caller applied any retry hint (applyHint)
-	if c.ring != nil && err != errExcluded && b.Closed() {
+	err := b.outcomeErr(o, start, gen) // the caller applied any retry hint (applyHint)
+	// A call admitted before the last state change is not the window's:
+	// gobreaker ignores its outcome, and so does the count window.
+	if c.ring != nil && err != errExcluded && b.Closed() && b.samePhase(gen) {
 		c.ring.add(err != nil)
 	}
 	return err

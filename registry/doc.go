@@ -108,7 +108,7 @@
 // carry CauseFleetOpen and CauseFleetClose so they are never echoed, and it
 // installs a ProbeGate (Registry.SetProbeGate), consulted without locks when
 // a call would become a half-open probe, so that one replica probes for the
-// fleet. It also counts outcomes over the fleet from Breaker.Reported (atomic
+// fleet. It also counts outcomes over the fleet from Breaker.Fresh (atomic
 // loads, off the call path) and, when the fleet's failure rate meets the
 // policy's gate first, opens a closed breaker with Breaker.TripFleet
 // (CauseFleetRate: a local decision, shared like any trip). The closed path

@@ -144,6 +144,7 @@ func (b *Breaker) AdoptClose() bool {
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())
 	b.state.Store(int32(StateClosed))
+	b.nextPhaseLocked()
 	b.lastChange = now
 	b.reg.notify(Transition{Key: b.key, From: prev, To: StateClosed, Cause: CauseFleetClose, At: now})
 	return true

@@ -66,3 +66,17 @@ func ExampleBreaker_TripFleet() {
 	// again: false
 	// closed → open fleet_rate 30s
 }
+
+// A call admitted while the breaker was closed and reported after it
+// tripped belongs to the earlier closed window: Reported counts it, Fresh
+// (what a fleet layer shares) does not.
+func ExampleBreaker_Fresh() {
+	r := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 1, DisableFailureRate: true}))
+	b, _ := r.Get("billing-api")
+	slow, _ := b.Admit() // still outstanding when the breaker trips
+	fast, _ := b.Admit()
+	fast.Done(registry.Failure) // trips the breaker
+	slow.Done(registry.Failure)
+	fmt.Println("reported:", b.Reported()[registry.Failure], "fresh:", b.Fresh()[registry.Failure])
+	// Output: reported: 2 fresh: 1
+}

@@ -15,7 +15,7 @@ import "time"
 type Reservation struct {
 	b     *Breaker
 	done  func(error)
-	gen   uint64 // the breaker's Reset generation at admission
+	gen   uint64 // the breaker's generation at admission
 	start time.Time
 	probe Ticket // valid only for half-open probes
 	tr    track  // contain bookkeeping (contain.go)
@@ -84,10 +84,10 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 		r.b.applyHint(o, hint, r.gen) // a trip moves gobreaker on: the report below is then ignored
 	}
 	if r.tr != 0 {
-		r.done(r.b.trackedOutcome(r.tr, o, r.start))
+		r.done(r.b.trackedOutcome(r.tr, o, r.start, r.gen))
 		return
 	}
-	r.done(r.b.outcomeErr(o, r.start))
+	r.done(r.b.outcomeErr(o, r.start, r.gen))
 }
 
 // Trip opens the breaker for hold with cause (see Breaker.Trip), unless r
@@ -102,7 +102,7 @@ func (r *Reservation) Trip(hold time.Duration, cause Cause) {
 	if r.probe.Valid() {
 		gen = r.probe.r.gen
 	}
-	if r.b.gen.Load() != gen {
+	if !sameReset(r.b.gen.Load(), gen) {
 		return
 	}
 	r.b.Trip(hold, cause)

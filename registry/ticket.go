@@ -25,7 +25,7 @@ type ticketRec struct {
 	seq   atomic.Uint64
 	b     *Breaker
 	done  func(error)
-	gen   uint64    // the breaker's Reset generation at issue (see applyHint)
+	gen   uint64    // the breaker's generation at issue (see applyHint, Fresh)
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
@@ -97,12 +97,12 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	}
 	var err error
 	if tr != 0 {
-		err = b.trackedOutcome(tr, o, start)
+		err = b.trackedOutcome(tr, o, start, gen)
 	} else {
-		err = b.outcomeErr(o, start)
+		err = b.outcomeErr(o, start, gen)
 	}
 	switch {
-	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && b.gen.Load() == gen:
+	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && sameReset(b.gen.Load(), gen):
 		// A failed probe with a hint re-opens for at least the hint, with
 		// the hint's cause.
 		b.ObserveRetryAfter(hint)
@@ -128,10 +128,18 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 
 // outcomeErr translates an outcome into the error handed to gobreaker's
 // done: a success slower than Policy.SlowCall is a failure. (Retry hints are
-// applied by the caller: see applyHint.)
-func (b *Breaker) outcomeErr(o Outcome, start time.Time) error {
+// applied by the caller: see applyHint.) It counts the outcome (Reported),
+// and as stale (see Fresh) when the breaker's state changed since the call
+// was admitted under gen.
+func (b *Breaker) outcomeErr(o Outcome, start time.Time, gen uint64) error {
 	if o == Success && b.pol.SlowCall > 0 && b.reg.clock.Now().Sub(start) > b.pol.SlowCall {
 		o = Failure
+	}
+	if o > Excluded {
+		o = Success // as counted below
+	}
+	if !b.samePhase(gen) {
+		b.stale[o].Add(1) // before reported: Fresh never counts it
 	}
 	switch o {
 	case Failure:
