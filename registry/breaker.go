@@ -275,6 +275,12 @@ func (b *Breaker) admitSlow() (Ticket, Decision) {
 				return b.trackedTicket(done, tr, start), Decision{Allowed: true, State: StateClosed}
 			}
 			if saturated {
+				// A full bulkhead may be full of hung calls: a refusal
+				// evaluates the slowness ring (when due) like an admission,
+				// or a hang that fills the bulkhead would never be judged.
+				if b.checkSlow() {
+					continue // opened: refused as open, with the hold
+				}
 				return b.refuse(now, StateClosed, RefusedSaturated, SaturatedRetryAfter, 0)
 			}
 			continue

@@ -82,6 +82,7 @@ type contain struct {
 	derive    bool          // slow, with a derived threshold (latency samples)
 	fixed     time.Duration // fixed threshold; 0: derived
 	factor    float64       // derived threshold = factor × healthy latency
+	ceiling   time.Duration // the derived threshold's cap
 	tripAt    int           // outstanding slow calls that trip
 
 	word    atomic.Uint64 // see the wordXxx constants
@@ -134,6 +135,10 @@ func newContain(p *Policy) *contain {
 	}
 	if c.queueWait > 0 {
 		c.wake = make(chan struct{}, 1)
+	}
+	c.ceiling = MaxDerivedSlowInFlight
+	if p.CallTimeout > 0 {
+		c.ceiling = max(MinSlowInFlight, p.CallTimeout/2)
 	}
 	c.thrNanos.Store(int64(c.fixed))
 	if p.CountWindow > 0 {
@@ -240,7 +245,10 @@ func (c *contain) leave(t track) {
 	for {
 		w := c.word.Load()
 		n := w - 1
-		inCur := t&trackRing != 0 && uint32(w>>wordEpShift) == e
+		// A call of the current epoch, unless none is counted there: then
+		// it is one of the epoch 4,096 closes ago (the number wrapped),
+		// forgotten like any call of a forgotten epoch.
+		inCur := t&trackRing != 0 && uint32(w>>wordEpShift) == e && (w>>wordCurShift)&wordCurMask > 0
 		if inCur {
 			n -= 1 << wordCurShift
 		}
@@ -374,9 +382,12 @@ func (c *contain) thresholdLocked() time.Duration {
 
 // derivedLocked is the derived threshold: factor × the healthy latency, at
 // least MinSlowInFlight, and never inside the healthy tail (tailFactor ×
-// its p99).
+// its p99) — up to the ceiling (half the call timeout, or
+// MaxDerivedSlowInFlight), past which a tail of slow successes would leave
+// a real hang unjudged for minutes.
 func (c *contain) derivedLocked() time.Duration {
-	return max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)), tailFactor*c.tail.quantile(tailQuantile))
+	d := max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)), tailFactor*c.tail.quantile(tailQuantile))
+	return min(d, max(c.ceiling, MinSlowInFlight))
 }
 
 // sample records the latency of a healthy call. A call slower than the

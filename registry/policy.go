@@ -110,7 +110,9 @@ type Policy struct {
 	// they were counted once, when judged. If 0, the threshold is derived:
 	// SlowInFlightFactor × the observed latency of healthy calls, at least
 	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
-	// is not judged slow), armed after a few calls were measured. Either
+	// is not judged slow), at most half the CallTimeout (or
+	// MaxDerivedSlowInFlight without one), armed after a few calls were
+	// measured. Either
 	// way, slow calls open the breaker only while they are at least half of
 	// the calls that started with them: a hang, not a few unlucky calls.
 	// The threshold also bounds a half-open probe.
@@ -157,6 +159,12 @@ const (
 // MinSlowInFlight is the lowest derived in-flight slowness threshold: a
 // dependency answering in 5ms is not judged slow at 50ms.
 const MinSlowInFlight = 500 * time.Millisecond
+
+// MaxDerivedSlowInFlight caps the derived in-flight slowness threshold of a
+// dependency without a CallTimeout (with one, the cap is half of it, at
+// least MinSlowInFlight): a tail of slow successes cannot teach the detector
+// to wait minutes before it calls a hang a hang.
+const MaxDerivedSlowInFlight = time.Minute
 
 // Bounds of the containment knobs.
 const (
