@@ -351,6 +351,17 @@ func (f *Fleet) publish(o outbound) bool {
 		f.remember(o)
 		return false
 	}
+	if gs == "0" {
+		// Refused: the fleet's dependency is isolated (publishScript). Not
+		// kept for later either: the isolation reaches this replica.
+		d := f.depFor(o.key)
+		d.mu.Lock()
+		if d.unpublished != nil && d.unpublished.kind == o.kind {
+			d.unpublished = nil
+		}
+		d.mu.Unlock()
+		return true
+	}
 	f.st.published.Add(1)
 	if g, err := strconv.ParseUint(gs, 10, 64); err == nil {
 		d := f.depFor(o.key)

@@ -1,0 +1,95 @@
+package fleet
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"testing"
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/redistest"
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// internalReplica starts a registry and its fleet client under prefix, and
+// waits until it is sharing. await waits for a transition of cause watch.
+func internalReplica(t *testing.T, addr, prefix, name string, watch registry.Cause, opts ...Option) (reg *registry.Registry, f *Fleet, await func()) {
+	t.Helper()
+	pol := registry.Policy{ConsecutiveFailures: 1, DisableFailureRate: true, OpenFor: time.Minute, NoJitter: true}
+	reg = registry.MustNew(registry.WithDefaultPolicy(pol))
+	if _, err := reg.Get("api"); err != nil {
+		t.Fatal(err)
+	}
+	await = awaitCause(t, reg, watch)
+	f, err := New(reg, append([]Option{WithAddress(addr), WithPrefix(prefix), WithReplicaID(name),
+		WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil)))}, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = f.Close() })
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := f.WaitHealthy(ctx); err != nil {
+		t.Fatal(err)
+	}
+	return reg, f, await
+}
+
+// awaitCause subscribes to reg and returns a function that waits (at most
+// 5 s) for a transition of cause c.
+func awaitCause(t *testing.T, reg *registry.Registry, c registry.Cause) func() {
+	t.Helper()
+	ch := make(chan struct{}, 16)
+	t.Cleanup(reg.Subscribe(func(tr registry.Transition) {
+		if tr.Cause == c {
+			select {
+			case ch <- struct{}{}:
+			default:
+			}
+		}
+	}))
+	return func() {
+		t.Helper()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			t.Fatalf("no %v transition within 5s", c)
+		}
+	}
+}
+
+// TestProbeCloseDoesNotUndoIsolation: a replica whose half-open probe was
+// admitted before an operator isolated the dependency on another replica,
+// and succeeded before the isolation reached it, publishes its close after
+// the isolation. That close must not end the fleet's isolation: it deleted
+// the hold key and overwrote the state, so a replica started afterwards was
+// not isolated and the fleet could probe the isolated dependency.
+func TestProbeCloseDoesNotUndoIsolation(t *testing.T) {
+	srv := redistest.New(t, redistest.Options{})
+	prefix := fmt.Sprintf("iso%d", time.Now().UnixNano())
+	regA, _, _ := internalReplica(t, srv.Addr(), prefix, "a", registry.CauseFleetIsolated)
+	_, fC, isolatedC := internalReplica(t, srv.Addr(), prefix, "c", registry.CauseFleetIsolated)
+	if err := regA.Isolate("api"); err != nil {
+		t.Fatal(err)
+	}
+	isolatedC()
+	// The close C's probe published once it succeeded, after the isolation.
+	fC.publish(outbound{key: "api", kind: kindClose, cause: registry.CauseProbeSucceeded})
+
+	state, hold, _ := fC.keys("api")
+	ctx := context.Background()
+	if kind, _ := fC.client.HGet(ctx, state, "kind").Result(); kind != kindIsolate {
+		t.Errorf("fleet state after a stale probe close: %q, want %q", kind, kindIsolate)
+	}
+	if ttl, _ := fC.client.PTTL(ctx, hold).Result(); ttl <= 0 {
+		t.Errorf("the isolation's hold key is gone after a stale probe close (PTTL %v)", ttl)
+	}
+	// The same for a trip racing the isolation.
+	fC.publish(outbound{key: "api", kind: kindOpen, until: fC.clock.Now().Add(time.Second), cause: registry.CauseTrip})
+	if kind, _ := fC.client.HGet(ctx, state, "kind").Result(); kind != kindIsolate {
+		t.Errorf("fleet state after a stale open: %q, want %q", kind, kindIsolate)
+	}
+	_, _, isolatedLate := internalReplica(t, srv.Addr(), prefix, "late", registry.CauseFleetIsolated)
+	isolatedLate() // learnt at its first resync
+}
