@@ -75,6 +75,14 @@ type dep struct {
 	// unpublished is a local decision Redis did not take (outage); it is
 	// published when Redis returns if the breaker is still in that state.
 	unpublished *outbound
+	// localOp: this replica's operator isolated or reset the dependency,
+	// and no fleet generation orders that action yet (WithLocalOperatorActions,
+	// or not published yet: Redis away). A reset read at a resync is then
+	// not applied: the replica cannot tell it from one recorded before the
+	// action (its breaker may not have existed then), and undoing an
+	// operator's isolation with a stale reset is the worse mistake. Cleared
+	// when the action is published or a decision is received live.
+	localOp bool
 	// win is the dependency's fleet window (its own lock: the probe gate
 	// takes mu on the half-open path).
 	win window
@@ -273,6 +281,10 @@ func (f *Fleet) onTransition(t registry.Transition) {
 	var o outbound
 	switch {
 	case t.Cause == registry.CauseIsolated || t.Cause == registry.CauseReset:
+		d := f.depFor(t.Key)
+		d.mu.Lock()
+		d.localOp = true
+		d.mu.Unlock()
 		if f.s.localActions {
 			f.dropLease(t.Key)
 			return // WithLocalOperatorActions
@@ -369,6 +381,9 @@ func (f *Fleet) publish(o outbound) bool {
 		d.lastGen = max(d.lastGen, g)
 		if d.unpublished != nil && d.unpublished.kind == o.kind {
 			d.unpublished = nil
+		}
+		if o.kind == kindIsolate || o.kind == kindReset {
+			d.localOp = false
 		}
 		d.mu.Unlock()
 	}
@@ -643,9 +658,13 @@ func (f *Fleet) apply(m message, fromResync bool) {
 	}
 	d.lastGen = m.gen
 	d.lease = leaseNone
+	keepLocal := fromResync && d.localOp && m.kind == kindReset
+	if !fromResync {
+		d.localOp = false // a decision received live is newer than the action
+	}
 	d.mu.Unlock()
-	if m.origin == f.s.replica {
-		return // this replica's own decision, in effect already
+	if m.origin == f.s.replica || keepLocal {
+		return // this replica's own decision, in effect already; or see dep.localOp
 	}
 	switch m.kind {
 	case kindOpen:

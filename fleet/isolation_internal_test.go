@@ -93,3 +93,33 @@ func TestProbeCloseDoesNotUndoIsolation(t *testing.T) {
 	_, _, isolatedLate := internalReplica(t, srv.Addr(), prefix, "late", registry.CauseFleetIsolated)
 	isolatedLate() // learnt at its first resync
 }
+
+// TestStaleResetKeepsLocalIsolation: a replica with
+// WithLocalOperatorActions whose operator isolates a dependency must not
+// have that isolation ended by a reset the fleet recorded before it: its
+// breaker did not exist when the reset went by (a tool first called
+// later), so the replica knows no generation for it, and every resync read
+// the old reset as news and reset the isolated breaker.
+func TestStaleResetKeepsLocalIsolation(t *testing.T) {
+	srv := redistest.New(t, redistest.Options{})
+	prefix := fmt.Sprintf("iso%d", time.Now().UnixNano())
+	_, fA, _ := internalReplica(t, srv.Addr(), prefix, "a", registry.CauseFleetReset)
+	// An operator reset "lazy" on a (after a trip), before c had it.
+	fA.publish(outbound{key: "lazy", kind: kindOpen, until: fA.clock.Now().Add(time.Minute), cause: registry.CauseTrip})
+	fA.publish(outbound{key: "lazy", kind: kindReset, cause: registry.CauseReset})
+
+	regC, fC, _ := internalReplica(t, srv.Addr(), prefix, "c", registry.CauseFleetReset, WithLocalOperatorActions())
+	b, err := regC.Get("lazy") // first called now
+	if err != nil {
+		t.Fatal(err)
+	}
+	isolated := awaitCause(t, regC, registry.CauseIsolated) // after the fleet's subscription
+	if err := regC.Isolate("lazy"); err != nil {
+		t.Fatal(err)
+	}
+	isolated() // the fleet has seen it
+	fC.resync()
+	if !b.Status().Isolated {
+		t.Fatalf("a reset recorded before the breaker existed ended its operator's isolation: %+v", b.Status())
+	}
+}
