@@ -74,7 +74,10 @@ type dep struct {
 	used  bool
 	// unpublished is a local decision Redis did not take (outage); it is
 	// published when Redis returns if the breaker is still in that state.
-	unpublished *outbound
+	// unpublishedOp is the same for an operator's isolate or reset, kept
+	// apart so that a later trip or close does not replace it (a reset
+	// followed by a trip must still end the fleet's isolation).
+	unpublished, unpublishedOp *outbound
 	// localOp: this replica's operator isolated or reset the dependency,
 	// and no fleet generation orders that action yet (WithLocalOperatorActions,
 	// or not published yet: Redis away). A reset read at a resync is then
@@ -320,8 +323,24 @@ func (f *Fleet) dropLease(k registry.Key) {
 func (f *Fleet) remember(o outbound) {
 	d := f.depFor(o.key)
 	d.mu.Lock()
-	d.unpublished = &o
+	*d.slot(o.kind) = &o
 	d.mu.Unlock()
+}
+
+// slot is where an unpublished decision of kind is kept. Caller holds mu.
+func (d *dep) slot(kind string) **outbound {
+	if kind == kindIsolate || kind == kindReset {
+		return &d.unpublishedOp
+	}
+	return &d.unpublished
+}
+
+// forget drops the unpublished decision of o's kind once o was published
+// (or refused for good). Caller holds mu.
+func (d *dep) forget(o outbound) {
+	if p := d.slot(o.kind); *p != nil && (*p).kind == o.kind {
+		*p = nil
+	}
 }
 
 func (f *Fleet) publisher() {
@@ -368,9 +387,7 @@ func (f *Fleet) publish(o outbound) bool {
 		// kept for later either: the isolation reaches this replica.
 		d := f.depFor(o.key)
 		d.mu.Lock()
-		if d.unpublished != nil && d.unpublished.kind == o.kind {
-			d.unpublished = nil
-		}
+		d.forget(o)
 		d.mu.Unlock()
 		return true
 	}
@@ -379,9 +396,7 @@ func (f *Fleet) publish(o outbound) bool {
 		d := f.depFor(o.key)
 		d.mu.Lock()
 		d.lastGen = max(d.lastGen, g)
-		if d.unpublished != nil && d.unpublished.kind == o.kind {
-			d.unpublished = nil
-		}
+		d.forget(o)
 		if o.kind == kindIsolate || o.kind == kindReset {
 			d.localOp = false
 		}
@@ -391,29 +406,32 @@ func (f *Fleet) publish(o outbound) bool {
 }
 
 // flushUnpublished publishes decisions kept during an outage that still
-// hold locally: an open whose breaker is still open, a close whose breaker
-// is still closed.
+// hold locally: an isolation whose breaker is still isolated, a reset whose
+// breaker is not isolated (again), then an open whose breaker is still
+// open, a close whose breaker is still closed.
 func (f *Fleet) flushUnpublished() {
 	f.deps.Range(func(k, v any) bool {
 		d := v.(*dep)
 		d.mu.Lock()
-		o := d.unpublished
-		d.unpublished = nil
+		op, o := d.unpublishedOp, d.unpublished
+		d.unpublishedOp, d.unpublished = nil, nil
 		d.mu.Unlock()
-		if o == nil {
-			return true
-		}
-		b, ok := f.reg.Lookup(o.key)
-		if !ok {
-			return true
-		}
-		st := b.Status()
-		switch {
-		case o.kind == kindOpen && st.State == registry.StateOpen && !st.Isolated,
-			o.kind == kindClose && st.State == registry.StateClosed,
-			o.kind == kindIsolate && st.Isolated,
-			o.kind == kindReset && st.State == registry.StateClosed:
-			f.publish(*o)
+		for _, o := range []*outbound{op, o} {
+			if o == nil {
+				continue
+			}
+			b, ok := f.reg.Lookup(o.key)
+			if !ok {
+				return true
+			}
+			st := b.Status()
+			switch {
+			case o.kind == kindOpen && st.State == registry.StateOpen && !st.Isolated,
+				o.kind == kindClose && st.State == registry.StateClosed,
+				o.kind == kindIsolate && st.Isolated,
+				o.kind == kindReset && !st.Isolated:
+				f.publish(*o)
+			}
 		}
 		return true
 	})

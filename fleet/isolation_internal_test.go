@@ -123,3 +123,32 @@ func TestStaleResetKeepsLocalIsolation(t *testing.T) {
 		t.Fatalf("a reset recorded before the breaker existed ended its operator's isolation: %+v", b.Status())
 	}
 }
+
+// TestUnpublishedResetSurvivesATrip: a replica cut off from Redis whose
+// operator resets an isolated dependency, which then trips, keeps both
+// decisions for when Redis returns: the reset ends the fleet's isolation.
+// One slot per dependency kept only the trip, and the fleet stayed isolated.
+func TestUnpublishedResetSurvivesATrip(t *testing.T) {
+	srv := redistest.New(t, redistest.Options{})
+	prefix := fmt.Sprintf("iso%d", time.Now().UnixNano())
+	_, fA, isolatedA := internalReplica(t, srv.Addr(), prefix, "a", registry.CauseFleetIsolated)
+	regB, _, resetB := internalReplica(t, srv.Addr(), prefix, "b", registry.CauseFleetReset)
+	if err := regB.Isolate("api"); err != nil {
+		t.Fatal(err)
+	}
+	isolatedA()
+
+	// Redis away for a: what a publishes is kept. The breaker's own
+	// transitions are made with the Adopt methods, which a never publishes,
+	// so that only the decisions below are kept.
+	fA.subscribed.Store(false)
+	b, _ := fA.reg.Lookup("api")
+	b.AdoptReset()
+	fA.publish(outbound{key: "api", kind: kindReset, cause: registry.CauseReset})
+	b.AdoptOpen(time.Minute)
+	fA.publish(outbound{key: "api", kind: kindOpen, until: fA.clock.Now().Add(time.Minute), cause: registry.CauseTrip})
+
+	fA.subscribed.Store(true) // Redis is back
+	fA.flushUnpublished()
+	resetB()
+}
