@@ -74,11 +74,17 @@ func TestProbeCloseDoesNotUndoIsolation(t *testing.T) {
 		t.Fatal(err)
 	}
 	isolatedC()
-	// The close C's probe published once it succeeded, after the isolation.
-	fC.publish(outbound{key: "api", kind: kindClose, cause: registry.CauseProbeSucceeded})
-
-	state, hold, _ := fC.keys("api")
+	// The close C's probe published once it succeeded, after the isolation,
+	// under the lease C held for it.
+	state, hold, lease := fC.keys("api")
 	ctx := context.Background()
+	if err := fC.client.Set(ctx, lease, "c", time.Minute).Err(); err != nil {
+		t.Fatal(err)
+	}
+	fC.publish(outbound{key: "api", kind: kindClose, cause: registry.CauseProbeSucceeded})
+	if n, _ := fC.client.Exists(ctx, lease).Result(); n != 0 {
+		t.Errorf("the refused close kept its publisher's probe lease")
+	}
 	if kind, _ := fC.client.HGet(ctx, state, "kind").Result(); kind != kindIsolate {
 		t.Errorf("fleet state after a stale probe close: %q, want %q", kind, kindIsolate)
 	}

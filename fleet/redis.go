@@ -50,13 +50,15 @@ func newClient(s *settings) *redis.Client {
 // isolation holds it for the state TTL (no replica probes while it lasts);
 // a close or reset deletes it. The publisher's own probe lease is released.
 // While the fleet's last decision is an isolation, an open or a close is
-// not recorded nor broadcast, and the script returns "0": only a reset (or
-// the state's expiry) ends an isolation. Such a decision comes from a
-// replica that had not yet applied the isolation (a probe admitted before
-// it that succeeded, a trip racing it); the replica applies the isolation
-// when it arrives, or at its next resync.
+// neither recorded nor broadcast (the publisher's lease is still released),
+// and the script returns "0": only a reset (or the state's expiry) ends an
+// isolation. Such a decision comes from a replica that had not yet applied
+// the isolation (a probe admitted before it that succeeded, a trip racing
+// it); that replica applies the isolation when it arrives, or at its next
+// resync.
 var publishScript = redis.NewScript(`
 if (ARGV[1] == 'open' or ARGV[1] == 'close') and redis.call('HGET', KEYS[1], 'kind') == 'isolate' then
+  if redis.call('GET', KEYS[3]) == ARGV[4] then redis.call('DEL', KEYS[3]) end
   return '0'
 end
 local t = redis.call('TIME')
