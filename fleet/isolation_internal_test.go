@@ -158,3 +158,33 @@ func TestUnpublishedResetSurvivesATrip(t *testing.T) {
 	fA.flushUnpublished()
 	resetB()
 }
+
+// TestLocalResetProbesDespiteFleetIsolation: a replica with
+// WithLocalOperatorActions in a fleet that isolated a dependency, whose
+// operator reset it there, may probe it again after a trip: the
+// isolation's hold key (kept for the state TTL, a day by default) kept
+// every lease request refused, the breaker half-open and refusing for as
+// long.
+func TestLocalResetProbesDespiteFleetIsolation(t *testing.T) {
+	srv := redistest.New(t, redistest.Options{})
+	prefix := fmt.Sprintf("iso%d", time.Now().UnixNano())
+	regA, _, _ := internalReplica(t, srv.Addr(), prefix, "a", registry.CauseFleetIsolated)
+	regL, fL, isolatedL := internalReplica(t, srv.Addr(), prefix, "l", registry.CauseFleetIsolated, WithLocalOperatorActions())
+	if err := regA.Isolate("api"); err != nil {
+		t.Fatal(err)
+	}
+	isolatedL()
+	resetL := awaitCause(t, regL, registry.CauseReset) // after the fleet's subscription
+	regL.Reset("api")                                  // this replica only
+	resetL()
+	d := fL.depFor("api")
+	d.mu.Lock()
+	d.lease = leaseAcquiring // as AllowProbe does for a half-open call
+	d.mu.Unlock()
+	fL.takeLease("api")
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lease != leaseMine {
+		t.Fatalf("lease after a local reset of a fleet isolation: %v until %v (%v from now)", d.lease, d.until, d.until.Sub(fL.clock.Now()))
+	}
+}

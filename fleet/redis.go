@@ -93,13 +93,17 @@ return gs
 //	-1  held by another replica; ms is its remaining TTL
 //	-2  the replica is behind: a newer decision exists (kind, ms = hold left)
 //	-3  the fleet's hold has not ended; ms is what remains of it
+//
+// An isolation's hold does not refuse a replica that knows of it: such a
+// replica is half-open only because its operator reset it on its own
+// (WithLocalOperatorActions); the isolated replicas never ask.
 var leaseScript = redis.NewScript(`
 local g = tonumber(redis.call('HGET', KEYS[1], 'gen') or '0')
 local gs = string.format('%d', g)
 local k = redis.call('HGET', KEYS[1], 'kind') or ''
 local h = redis.call('PTTL', KEYS[2])
 if g > tonumber(ARGV[1]) then return {-2, gs, k, h} end
-if h > 0 then return {-3, gs, k, h} end
+if h > 0 and k ~= 'isolate' then return {-3, gs, k, h} end
 local cur = redis.call('GET', KEYS[3])
 if cur == false or cur == ARGV[2] then
   redis.call('SET', KEYS[3], ARGV[2], 'PX', ARGV[3])
