@@ -138,7 +138,10 @@ func newContain(p *Policy) *contain {
 	}
 	c.ceiling = MaxDerivedSlowInFlight
 	if p.CallTimeout > 0 {
-		c.ceiling = max(MinSlowInFlight, p.CallTimeout/2)
+		// The call timeout itself, not a fraction of it: a dependency
+		// whose healthy calls take most of their timeout would otherwise
+		// have every call judged slow (TestSlowButHealthyUnderTheCallTimeout).
+		c.ceiling = max(MinSlowInFlight, p.CallTimeout)
 	}
 	c.thrNanos.Store(int64(c.fixed))
 	if p.CountWindow > 0 {
@@ -382,7 +385,7 @@ func (c *contain) thresholdLocked() time.Duration {
 
 // derivedLocked is the derived threshold: factor × the healthy latency, at
 // least MinSlowInFlight, and never inside the healthy tail (tailFactor ×
-// its p99) — up to the ceiling (half the call timeout, or
+// its p99) — up to the ceiling (the call timeout, or
 // MaxDerivedSlowInFlight), past which a tail of slow successes would leave
 // a real hang unjudged for minutes.
 func (c *contain) derivedLocked() time.Duration {

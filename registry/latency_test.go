@@ -46,14 +46,14 @@ func TestLatencyTailQuantile(t *testing.T) {
 }
 
 // TestDerivedThresholdCeiling: slow successes raise the derived threshold
-// up to half the call timeout (or MaxDerivedSlowInFlight), never past it
+// up to the call timeout (or MaxDerivedSlowInFlight), never past it
 // (review finding: 2% of calls succeeding after 60 s taught the detector a
 // threshold of 2 min 11 s, and a real hang then took minutes to trip).
 func TestDerivedThresholdCeiling(t *testing.T) {
 	for _, tc := range []struct {
 		callTimeout time.Duration
 		want        time.Duration
-	}{{0, MaxDerivedSlowInFlight}, {30 * time.Second, 15 * time.Second}, {600 * time.Millisecond, MinSlowInFlight}} {
+	}{{0, MaxDerivedSlowInFlight}, {30 * time.Second, 30 * time.Second}, {300 * time.Millisecond, MinSlowInFlight}} {
 		p := Policy{CallTimeout: tc.callTimeout}
 		r := p.WithDefaults()
 		c := newContain(&r)

@@ -110,7 +110,7 @@ type Policy struct {
 	// they were counted once, when judged. If 0, the threshold is derived:
 	// SlowInFlightFactor × the observed latency of healthy calls, at least
 	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
-	// is not judged slow), at most half the CallTimeout (or
+	// is not judged slow), at most the CallTimeout (or
 	// MaxDerivedSlowInFlight without one), armed after a few calls were
 	// measured. Either
 	// way, slow calls open the breaker only while they are at least half of
@@ -161,7 +161,7 @@ const (
 const MinSlowInFlight = 500 * time.Millisecond
 
 // MaxDerivedSlowInFlight caps the derived in-flight slowness threshold of a
-// dependency without a CallTimeout (with one, the cap is half of it, at
+// dependency without a CallTimeout (with one, the cap is the CallTimeout, at
 // least MinSlowInFlight): a tail of slow successes cannot teach the detector
 // to wait minutes before it calls a hang a hang.
 const MaxDerivedSlowInFlight = time.Minute
