@@ -526,8 +526,10 @@ func (b *Breaker) checkSlow() bool {
 }
 
 // tripSlow opens a closed breaker because outstanding calls are slow, with
-// the policy's hold (not a hint).
-func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, false) }
+// the policy's hold (not a hint). A breaker that left the closed state
+// meanwhile is left alone: the verdict is about its closed calls, and must
+// not fail a half-open probe.
+func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, true) }
 
 // probeTimeout is how long a half-open probe may take before it counts as
 // failed: the probe lease, shortened to the call timeout and the slowness
