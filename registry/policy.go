@@ -112,10 +112,9 @@ type Policy struct {
 	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
 	// is not judged slow), at most the CallTimeout (or
 	// MaxDerivedSlowInFlight without one), armed after a few calls were
-	// measured. Either
-	// way, slow calls open the breaker only while they are at least half of
-	// the calls that started with them: a hang, not a few unlucky calls.
-	// The threshold also bounds a half-open probe.
+	// measured. Either way, slow calls open the breaker only while they are
+	// at least half of the calls that started with them: a hang, not a few
+	// unlucky calls. The threshold also bounds a half-open probe.
 	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
 	// SlowInFlightFactor multiplies the observed healthy latency into the
 	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.

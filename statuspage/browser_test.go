@@ -2,6 +2,7 @@ package statuspage_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -60,12 +61,18 @@ func do(t *testing.T, ctx context.Context, steps ...chromedp.Action[chromedp.Voi
 	}
 }
 
-// text returns an element's visible text.
+// text returns an element's text, read in one script evaluation: the page
+// replaces its rows on every update, so finding a node and then reading it
+// (chromedp.Text) can race a refresh and lose the node in between.
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
-	v, err := chromedp.Run(ctx, chromedp.Text(chromedp.CSS(sel)))
+	q, err := json.Marshal(sel)
 	if err != nil {
-		t.Fatalf("text of %s: %v", sel, err)
+		t.Fatal(err)
+	}
+	v, err := chromedp.Run(ctx, chromedp.Evaluate[string](`(function (e) { return e ? e.textContent : "\u0000missing"; })(document.querySelector(`+string(q)+`))`))
+	if err != nil || v == "\x00missing" {
+		t.Fatalf("text of %s: %q, %v", sel, v, err)
 	}
 	return v
 }
