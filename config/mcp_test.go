@@ -157,3 +157,25 @@ mcp_servers: {b: {url: "https://b.internal/mcp"}, c: {url: "https://c.internal/m
 		t.Errorf("got %v", p)
 	}
 }
+
+// TestMCPURLWithTokenInQuery: a server URL carrying a credential in its
+// query (or path) is refused without being echoed, as one with user info is:
+// the transport's errors quote the URL, and they reach the guard's logs.
+func TestMCPURLWithTokenInQuery(t *testing.T) {
+	for _, u := range []string{
+		"https://notes.internal/mcp?api_key=SECRET0123456789",
+		"https://notes.internal/mcp?token=SECRET0123456789",
+	} {
+		_, err := parse(t, "version: 1\nmcp_servers:\n  notes: {url: \""+u+"\"}\n", config.YAML)
+		p := find(t, problems(t, err), "mcp_servers.notes.url")
+		if !strings.HasPrefix(p.Message, "looks like it holds a credential") {
+			t.Errorf("%s: got %q", u, p.Message)
+		}
+		if strings.Contains(err.Error(), "SECRET") {
+			t.Errorf("the error shows the secret: %v", err)
+		}
+	}
+	if _, err := parse(t, "version: 1\nmcp_servers:\n  notes: {url: \"https://notes.internal/mcp?region=eu\"}\n", config.YAML); err != nil {
+		t.Errorf("a plain query is refused: %v", err)
+	}
+}

@@ -203,6 +203,10 @@ func (b *capBody) Read(p []byte) (int, error) {
 // streamable HTTP, using HTTPClient(client). The standalone SSE stream is
 // disabled (tools need none, and it would hold a connection open), and the
 // go-sdk's own stream resumption is left at its default.
+//
+// Keep credentials out of endpoint (user info, a token in the query): a
+// transport error quotes the URL, and the guard's log lines carry that error
+// as their cause. Send them in a header, from client's Transport.
 func StreamableHTTP(endpoint string, client *http.Client) func(context.Context) (mcp.Transport, error) {
 	hc := HTTPClient(client)
 	return func(context.Context) (mcp.Transport, error) {

@@ -144,7 +144,7 @@ func (o observers) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
 	}
 }
 
-// OutcomeMismatch forwards to the observers that want mismatches.
+// CallEnded forwards to the observers that want every call's end.
 func (o observers) CallEnded(ctx context.Context, ev callbacks.CallEvent) {
 	for _, x := range o {
 		if co, ok := x.(callbacks.CallObserver); ok {
@@ -153,6 +153,7 @@ func (o observers) CallEnded(ctx context.Context, ev callbacks.CallEvent) {
 	}
 }
 
+// OutcomeMismatch forwards to the observers that want mismatches.
 func (o observers) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEvent) {
 	for _, x := range o {
 		if m, ok := x.(callbacks.MismatchObserver); ok {

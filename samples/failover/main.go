@@ -109,7 +109,8 @@ func newDemo(ctx context.Context, clock registry.Clock, chain config.ModelChain,
 		d.pending = append(d.pending, line)
 		d.mu.Unlock()
 	})
-	failover.LogTransitions(d.reg, logger)
+	// The plugin below logs every transition of d.reg through logger (its
+	// default breaker log), the endpoints' included: no LogTransitions here.
 	d.m, err = failover.FromConfig(ctx, "assistant", chain, d.reg,
 		failover.WithLogger(logger),
 		failover.WithOnFailover(func(ctx context.Context, ev failover.Event) {
@@ -128,7 +129,7 @@ func newDemo(ctx context.Context, clock registry.Clock, chain config.ModelChain,
 	if err != nil {
 		return nil, err
 	}
-	p, err := breaker.New(breaker.WithRegistry(d.reg), breaker.WithModelGuard(d.m))
+	p, err := breaker.New(breaker.WithRegistry(d.reg), breaker.WithModelGuard(d.m), breaker.WithLogger(logger))
 	if err != nil {
 		return nil, err
 	}
