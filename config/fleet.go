@@ -71,8 +71,8 @@ func (c *File) validateFleet() problems {
 	}
 	for _, e := range [][2]string{{"fleet.password_env", f.PasswordEnv}, {"fleet.replica_id_env", f.ReplicaIDEnv}} {
 		path, env := e[0], e[1]
-		if env != "" && strings.ContainsAny(env, " \t=") {
-			ps.add(path, "want the name of an environment variable (like REDIS_PASSWORD), not a value; got a %d-byte value that is not a variable name", len(env))
+		if env != "" && !envName(env) {
+			ps.add(path, "want the name of an environment variable (like REDIS_PASSWORD), not a value; got a %d-byte value that is not a variable name (not shown)", len(env))
 		}
 	}
 	if f.DB < 0 {

@@ -82,3 +82,26 @@ func TestFleetShareInterval(t *testing.T) {
 		}
 	}
 }
+
+// TestFleetEnvNamesRefuseValues: a password pasted into password_env (or
+// replica_id_env) is refused without being echoed, by the same rule as
+// api_key_env and header_env: only a variable name passes, and nothing that
+// looks like a credential. Before, only spaces, tabs and '=' were refused,
+// so fleet.FromConfig then echoed the password as an unset variable's name.
+func TestFleetEnvNamesRefuseValues(t *testing.T) {
+	for _, v := range []string{"p@ssw0rd!Redis", "sk-live-ABCDEF0123456789", "ghp_0123456789abcdefABCDEF0123456789abcd", "1REDIS"} {
+		for _, field := range []string{"password_env", "replica_id_env"} {
+			_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  "+field+": \""+v+"\"\n"), config.YAML)
+			if err == nil || !strings.Contains(err.Error(), "fleet."+field+": want the name of an environment variable") {
+				t.Errorf("%s %q: %v", field, v, err)
+				continue
+			}
+			if strings.Contains(err.Error(), v) {
+				t.Errorf("%s: the value was echoed: %v", field, err)
+			}
+		}
+	}
+	if _, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  password_env: REDIS_PASSWORD\n  replica_id_env: HOSTNAME\n"), config.YAML); err != nil {
+		t.Errorf("variable names refused: %v", err)
+	}
+}

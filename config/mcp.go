@@ -102,7 +102,7 @@ func (c *File) validateMCP(defaultsValid bool) problems {
 			default:
 				seen[lh] = h
 			}
-			if v := s.HeaderEnv[h]; !validEnvName(v) {
+			if v := s.HeaderEnv[h]; !envName(v) {
 				// Never echo it: it may be the secret itself.
 				ps.add(hp, "want the name of an environment variable (like NOTES_MCP_TOKEN) that holds the value, not the value; got a %d-byte value that is not a variable name", len(v))
 			}
@@ -181,11 +181,6 @@ func validateMCPURL(path, raw string) []Problem {
 // validHeaderName accepts an RFC 9110 token.
 func validHeaderName(s string) bool {
 	return bytesIn(s, func(c byte) bool { return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 })
-}
-
-// validEnvName accepts a POSIX environment variable name.
-func validEnvName(s string) bool {
-	return bytesIn(s, func(c byte) bool { return isAlnum(c) || c == '_' }) && !(s[0] >= '0' && s[0] <= '9')
 }
 
 // validMCPToolName accepts MCP tool names: 1-128 of [A-Za-z0-9_.-].
