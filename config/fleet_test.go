@@ -29,7 +29,7 @@ fleet:
 		"fleet.address: want host:port, got a URL or user info (39 bytes)",
 		"fleet.password_env: want the name of an environment variable",
 		"fleet.db: must be ≥ 0, got -1 (line 5)",
-		`fleet.prefix: want at most 64 bytes without spaces or braces, got "two words" (line 6)`,
+		`fleet.prefix: want at most 64 printable bytes without spaces or braces, got "two words" (line 6)`,
 		"fleet.dial_timeout: must be ≥ 0 (line 7)",
 	} {
 		if !strings.Contains(got, want) {
@@ -103,5 +103,17 @@ func TestFleetEnvNamesRefuseValues(t *testing.T) {
 	}
 	if _, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  password_env: REDIS_PASSWORD\n  replica_id_env: HOSTNAME\n"), config.YAML); err != nil {
 		t.Errorf("variable names refused: %v", err)
+	}
+}
+
+// TestFleetPrefixControlCharacters: a prefix fleet.New refuses (a control
+// character) is refused by the file already, with its path and line, rather
+// than only later by fleet.FromConfig.
+func TestFleetPrefixControlCharacters(t *testing.T) {
+	for _, p := range []string{`"a\u0001b"`, `"a\u007fb"`, `"a\rb"`} {
+		_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  prefix: "+p+"\n"), config.YAML)
+		if err == nil || !strings.Contains(err.Error(), "fleet.prefix: want at most 64 printable bytes without spaces or braces") || !strings.Contains(err.Error(), "(line 4)") {
+			t.Errorf("prefix %s: %v", p, err)
+		}
 	}
 }
