@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -174,6 +175,9 @@ func validateMCPURL(path, raw string) []Problem {
 		ps.add(path, "want an http(s) URL with a host")
 	case u.User != nil:
 		ps.add(path, "must not hold credentials; send them in a header whose value header_env reads from the environment")
+	case redact.Sensitive(u.RawQuery) || redact.Sensitive(u.EscapedPath()) || redact.Sensitive(u.Host) || redact.Sensitive(u.Fragment):
+		// As base_url (baseURLProblem): net/http's errors quote the URL.
+		ps.add(path, "looks like it holds a credential (not shown); send it in a header whose value header_env reads from the environment")
 	}
 	return ps
 }
