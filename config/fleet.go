@@ -71,15 +71,17 @@ func (c *File) validateFleet() problems {
 	}
 	for _, e := range [][2]string{{"fleet.password_env", f.PasswordEnv}, {"fleet.replica_id_env", f.ReplicaIDEnv}} {
 		path, env := e[0], e[1]
-		if env != "" && strings.ContainsAny(env, " \t=") {
-			ps.add(path, "want the name of an environment variable (like REDIS_PASSWORD), not a value; got a %d-byte value that is not a variable name", len(env))
+		if env != "" && !envName(env) {
+			ps.add(path, "want the name of an environment variable (like REDIS_PASSWORD), not a value; got a %d-byte value that is not a variable name (not shown)", len(env))
 		}
 	}
 	if f.DB < 0 {
 		ps.add("fleet.db", "must be ≥ 0, got %d", f.DB)
 	}
-	if len(f.Prefix) > 64 || strings.ContainsAny(f.Prefix, " \t\r\n{}") {
-		ps.add("fleet.prefix", "want at most 64 bytes without spaces or braces, got %s", quoteShort(f.Prefix, 70))
+	// fleet.New's rule (package fleet cannot be imported here: it imports
+	// config), so the file's line is named rather than FromConfig failing.
+	if len(f.Prefix) > 64 || strings.ContainsFunc(f.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '{' || r == '}' }) {
+		ps.add("fleet.prefix", "want at most 64 printable bytes without spaces or braces, got %s", quoteShort(f.Prefix, 70))
 	}
 	for _, d := range []struct {
 		path string

@@ -29,7 +29,7 @@ fleet:
 		"fleet.address: want host:port, got a URL or user info (39 bytes)",
 		"fleet.password_env: want the name of an environment variable",
 		"fleet.db: must be ≥ 0, got -1 (line 5)",
-		`fleet.prefix: want at most 64 bytes without spaces or braces, got "two words" (line 6)`,
+		`fleet.prefix: want at most 64 printable bytes without spaces or braces, got "two words" (line 6)`,
 		"fleet.dial_timeout: must be ≥ 0 (line 7)",
 	} {
 		if !strings.Contains(got, want) {
@@ -79,6 +79,41 @@ func TestFleetShareInterval(t *testing.T) {
 		_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n"+src), config.YAML)
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: got %v, want %q", src, err, want)
+		}
+	}
+}
+
+// TestFleetEnvNamesRefuseValues: a password pasted into password_env (or
+// replica_id_env) is refused without being echoed, by the same rule as
+// api_key_env and header_env: only a variable name passes, and nothing that
+// looks like a credential. Before, only spaces, tabs and '=' were refused,
+// so fleet.FromConfig then echoed the password as an unset variable's name.
+func TestFleetEnvNamesRefuseValues(t *testing.T) {
+	for _, v := range []string{"p@ssw0rd!Redis", "sk-live-ABCDEF0123456789", "ghp_0123456789abcdefABCDEF0123456789abcd", "1REDIS"} {
+		for _, field := range []string{"password_env", "replica_id_env"} {
+			_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  "+field+": \""+v+"\"\n"), config.YAML)
+			if err == nil || !strings.Contains(err.Error(), "fleet."+field+": want the name of an environment variable") {
+				t.Errorf("%s %q: %v", field, v, err)
+				continue
+			}
+			if strings.Contains(err.Error(), v) {
+				t.Errorf("%s: the value was echoed: %v", field, err)
+			}
+		}
+	}
+	if _, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  password_env: REDIS_PASSWORD\n  replica_id_env: HOSTNAME\n"), config.YAML); err != nil {
+		t.Errorf("variable names refused: %v", err)
+	}
+}
+
+// TestFleetPrefixControlCharacters: a prefix fleet.New refuses (a control
+// character) is refused by the file already, with its path and line, rather
+// than only later by fleet.FromConfig.
+func TestFleetPrefixControlCharacters(t *testing.T) {
+	for _, p := range []string{`"a\u0001b"`, `"a\u007fb"`, `"a\rb"`} {
+		_, err := config.Parse([]byte("version: 1\nfleet:\n  address: redis:6379\n  prefix: "+p+"\n"), config.YAML)
+		if err == nil || !strings.Contains(err.Error(), "fleet.prefix: want at most 64 printable bytes without spaces or braces") || !strings.Contains(err.Error(), "(line 4)") {
+			t.Errorf("prefix %s: %v", p, err)
 		}
 	}
 }

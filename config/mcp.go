@@ -103,7 +103,7 @@ func (c *File) validateMCP(defaultsValid bool) problems {
 			default:
 				seen[lh] = h
 			}
-			if v := s.HeaderEnv[h]; !validEnvName(v) {
+			if v := s.HeaderEnv[h]; !envName(v) {
 				// Never echo it: it may be the secret itself.
 				ps.add(hp, "want the name of an environment variable (like NOTES_MCP_TOKEN) that holds the value, not the value; got a %d-byte value that is not a variable name", len(v))
 			}
@@ -175,9 +175,9 @@ func validateMCPURL(path, raw string) []Problem {
 		ps.add(path, "want an http(s) URL with a host")
 	case u.User != nil:
 		ps.add(path, "must not hold credentials; send them in a header whose value header_env reads from the environment")
-	case redact.Sensitive(u.RawQuery) || redact.Sensitive(u.EscapedPath()) || redact.Sensitive(u.Host):
-		// A token in the query would reach every log line that quotes the
-		// transport's error (url.Error masks only a password).
+	case redact.Sensitive(u.RawQuery) || redact.Sensitive(u.EscapedPath()) || redact.Sensitive(u.Host) || redact.Sensitive(u.Fragment):
+		// As base_url (baseURLProblem): net/http's errors quote the URL, and
+		// url.Error masks only a password.
 		ps.add(path, "looks like it holds a credential (not shown); send it in a header whose value header_env reads from the environment")
 	}
 	return ps
@@ -186,11 +186,6 @@ func validateMCPURL(path, raw string) []Problem {
 // validHeaderName accepts an RFC 9110 token.
 func validHeaderName(s string) bool {
 	return bytesIn(s, func(c byte) bool { return isAlnum(c) || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0 })
-}
-
-// validEnvName accepts a POSIX environment variable name.
-func validEnvName(s string) bool {
-	return bytesIn(s, func(c byte) bool { return isAlnum(c) || c == '_' }) && !(s[0] >= '0' && s[0] <= '9')
 }
 
 // validMCPToolName accepts MCP tool names: 1-128 of [A-Za-z0-9_.-].

@@ -179,3 +179,29 @@ func TestMCPURLWithTokenInQuery(t *testing.T) {
 		t.Errorf("a plain query is refused: %v", err)
 	}
 }
+
+// TestMCPURLCredentialInQueryOrPath: a server URL carrying a key in its
+// query, path or fragment is refused without being repeated, as a base_url
+// is (net/http's errors quote the whole URL); a plain query stays allowed.
+func TestMCPURLCredentialInQueryOrPath(t *testing.T) {
+	for _, u := range []string{
+		"https://notes.internal/mcp?api_key=sk-live-ABCDEF0123456789",
+		"https://notes.internal/mcp?access_token=abc",
+		"https://notes.internal/sk-live-ABCDEF0123456789/mcp",
+		"https://notes.internal/mcp#token=hunter2hunter2",
+	} {
+		_, err := parse(t, "version: 1\nmcp_servers:\n  notes:\n    url: \""+u+"\"\n", config.YAML)
+		p := find(t, problems(t, err), "mcp_servers.notes.url")
+		if p.Line != 4 || !strings.Contains(p.Message, "looks like it holds a credential") {
+			t.Errorf("%s: got %v", u, p)
+		}
+		for _, secret := range []string{"sk-live", "access_token", "hunter2"} {
+			if strings.Contains(err.Error(), secret) {
+				t.Errorf("the error shows %q:\n%v", secret, err)
+			}
+		}
+	}
+	if _, err := parse(t, "version: 1\nmcp_servers:\n  notes:\n    url: \"https://notes.internal/mcp?tenant=acme\"\n", config.YAML); err != nil {
+		t.Errorf("a plain query refused: %v", err)
+	}
+}

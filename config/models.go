@@ -124,7 +124,9 @@ func baseURLProblem(raw string) string {
 
 // envName reports whether s is the name of an environment variable (letters,
 // digits and underscores, not starting with a digit, at most 128 bytes) and
-// does not look like a key itself.
+// does not look like a key itself. It is the one check of every field that
+// names a variable (api_key_env, header_env, password_env, replica_id_env):
+// a value refused by it is never echoed.
 func envName(s string) bool {
 	if s == "" || len(s) > 128 || (s[0] >= '0' && s[0] <= '9') {
 		return false
