@@ -400,14 +400,12 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 			return nil, nil
 		}
 	}
-	p, found, handled := s.takeEntry(ctx, false)
+	p, found := s.takeEntry(ctx)
 	if !found {
 		return nil, nil
 	}
 	bd := p.bd
 	switch {
-	case handled: // an ordinary success, reported in place
-		h.storeLastGood(ctx, bd, args, result)
 	case p.flags&flagGuarded != 0:
 		switch {
 		case p.flags&flagReported != 0:

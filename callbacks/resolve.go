@@ -283,15 +283,9 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	return &binding{key: key, tool: k.name, br: br, callTimeout: br.Policy().CallTimeout}
 }
 
-// protects reports whether calls of t go through a breaker (or will, once
-// its breaker is created): it creates nothing.
-func (r *resolver) protects(t tool.Tool) bool {
-	_, ok := r.protection(t)
-	return ok
-}
-
-// protection is protects, with t's binding when it is cached already (nil
-// otherwise).
+// protection reports whether calls of t go through a breaker (or will,
+// once its breaker is created; it creates nothing), with t's binding when it
+// is cached already (nil otherwise).
 func (r *resolver) protection(t tool.Tool) (*binding, bool) {
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {

@@ -244,19 +244,18 @@ func (t *tickets) pendingKey(ctx callKey, call string) (registry.Key, bool) {
 
 // reportSuccess reports ctx's pending call as a success and returns its
 // binding (nil when there is none: the plugin's own short-circuit, or a call
-// it never admitted). Tests use it; the handler goes through takeEntry.
+// it never admitted). Tests use it; the handler goes through
+// takePlainSuccess and takeEntry.
 func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
-	p, found, handled := t.takeEntry(ctx, call, true)
-	if found && !handled {
-		p.tk.Report(registry.Success, 0)
-	}
-	return p.bd
+	tk, bd := t.take(ctx, call)
+	tk.Report(registry.Success, 0) // a no-op without an entry
+	return bd
 }
 
 // take removes ctx's pending call and returns its reservation, for the
 // caller to report, and its binding (nil when there is none).
 func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {
-	p, _, _ := t.takeEntry(ctx, call, false)
+	p, _ := t.shard(call).takeEntry(ctx)
 	return p.tk, p.bd
 }
 
@@ -286,30 +285,16 @@ func (s *ticketShard) takePlainSuccess(ctx callKey) (bd *binding, found, handled
 	return nil, found, false
 }
 
-// takeEntry removes ctx's pending call and returns it. With plainSuccess,
-// an ordinary call (unguarded, not a probe) is reported as a success in
-// place, under the shard lock, so the reservation is not copied (safe by the
-// lock order on reserve), and handled is true; the returned entry then holds
-// no reservation.
-func (t *tickets) takeEntry(ctx callKey, call string, plainSuccess bool) (p pending, found, handled bool) {
-	return t.shard(call).takeEntry(ctx, plainSuccess)
-}
-
-func (s *ticketShard) takeEntry(ctx callKey, plainSuccess bool) (p pending, found, handled bool) {
+// takeEntry removes ctx's pending call and returns it.
+func (s *ticketShard) takeEntry(ctx callKey) (p pending, found bool) {
 	s.mu.Lock()
 	if i := s.indexLocked(ctx); i >= 0 {
-		e := &s.small[i]
-		if plainSuccess && e.flags == 0 && !e.tk.Probe() {
-			e.tk.Report(registry.Success, 0)
-			p.bd, handled = e.bd, true
-		} else {
-			p = *e
-		}
+		p = s.small[i]
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
 		s.mu.Unlock()
 		p.ctx = nil
-		return p, true, handled
+		return p, true
 	}
 	p, found = s.big[ctx]
 	if found {
@@ -317,7 +302,7 @@ func (s *ticketShard) takeEntry(ctx callKey, plainSuccess bool) (p pending, foun
 	}
 	s.mu.Unlock()
 	p.ctx = nil
-	return p, found, false
+	return p, found
 }
 
 // update runs fn on ctx's pending call under its shard lock and reports

@@ -44,17 +44,13 @@ func (h *Handler) addToolNote(req *model.LLMRequest) {
 }
 
 // protects reports whether calls of the request tool t go through a
-// breaker: a tool that maps to a dependency (a mapping, its DependencyKey, or
-// its name unless unmapped tools pass through).
+// breaker (see resolver.protection): the note promises a payload only a
+// breaker sends.
 func (h *Handler) protects(t any) bool {
 	tt, ok := t.(tool.Tool)
 	if !ok {
 		return false
 	}
-	k := keyOf(tt)
-	if b, ok := h.res.cached(k); ok {
-		return b.key != ""
-	}
-	_, ok = h.res.keyFor(k)
+	_, ok = h.res.protection(tt)
 	return ok
 }

@@ -44,7 +44,8 @@ func Printable(s string, limit int) string {
 //
 //   - replaces with "[redacted]": private keys; URLs with credentials and
 //     every http, https, ws, wss and ftp URL; user:password@host;
-//     bearer, basic, token and negotiate credentials; JSON web tokens;
+//     bearer, basic, token and negotiate credentials (not a lower-case name
+//     that starts with the word, such as token-service); JSON web tokens;
 //     Google API keys (AIza…) and OAuth tokens (ya29.…); AWS access key IDs
 //     and secret access keys; GitHub, Slack, Stripe, OpenAI and Anthropic
 //     style keys; key=value and "key": "value" pairs whose key names a
@@ -230,7 +231,7 @@ var rules = []rule{
 	{re: regexp.MustCompile(`(?i)(?:https?|wss?|ftp)://\S+`), with: Redacted},
 	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted},
 	// Authorization schemes, with or without a space after them.
-	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), fn: authCredential},
 	// Well-known token shapes.
 	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted},
 	{secret: true, re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted},
@@ -249,6 +250,30 @@ var rules = []rule{
 	// Instructions aimed at the model.
 	{re: regexp.MustCompile(`(?i)(?:ignore|disregard|forget|override|bypass)[ ,]*(?:(?:all|any|the|your|of|these|those|my|every|previous|prior|above|earlier|preceding|former|system|developer|original|safety)[ ,]*)*(?:instructions?|directions?|prompts?|rules|guidelines|guardrails)`), with: Removed},
 	{re: regexp.MustCompile(`(?i)system ?prompt|you ?are ?now|new ?instructions?|developer ?mode|jailbreak|system ?override|</? ?(?:system|assistant|user|developer|tool_call|tool|instructions?)\b[^>]{0,40}>`), with: Removed},
+}
+
+// authCredential redacts m, an authorization scheme and what follows it,
+// unless nothing separates the two and what follows reads as the rest of a
+// lower-case name (token-service, tokenizer-api, basic-search): a
+// credential glued to its scheme (an invisible separator dropped) holds a
+// digit or an upper-case letter, or is long.
+func authCredential(m string) string {
+	rest := ""
+	for _, scheme := range [...]string{"bearer", "basic", "token", "negotiate"} {
+		if len(m) > len(scheme) && strings.EqualFold(m[:len(scheme)], scheme) {
+			rest = m[len(scheme):]
+			break
+		}
+	}
+	if rest == "" || len(rest) >= 20 || strings.ContainsAny(rest[:1], " :=") {
+		return Redacted // (no scheme found: one spelt with a look-alike, such as the Kelvin sign for k)
+	}
+	for j := 0; j < len(rest); j++ {
+		if c := rest[j]; !(c >= 'a' && c <= 'z' || c == '-' || c == '.') {
+			return Redacted
+		}
+	}
+	return m
 }
 
 // randomToken redacts t if it looks random: it mixes upper case, lower case

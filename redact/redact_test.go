@@ -166,3 +166,29 @@ func TestSensitive(t *testing.T) {
 		}
 	}
 }
+
+// TestAuthSchemeInAName: a name that starts with an authorization scheme's
+// word (token-service, basic-search) is no credential, while a credential
+// glued to its scheme (an invisible separator dropped) still is.
+func TestAuthSchemeInAName(t *testing.T) {
+	for _, name := range []string{"token-service", "tokenizer-api", "basic-search", "bearer-tokens", "negotiate-rates"} {
+		in := "calling " + name + " failed"
+		if got := redact.Text(in, 200); got != in {
+			t.Errorf("Text(%q) = %q, want it unchanged", in, got)
+		}
+		if redact.Sensitive(name) {
+			t.Errorf("Sensitive(%q) = true, want false", name)
+		}
+	}
+	for _, in := range []string{
+		"Bearer\u200babcdef123456", "Bearer\u200bQWxhZGRpbjpvcGVuIHNlc2FtZQ", "tokenABCdefGHI", "token:abcdefgh",
+		"basic dXNlcjpwYXNzd29yZA==", "Bearer abcdefghij", "bearer-abcdefghijklmnopqrstu", "to\u212Aen=abcdefgh",
+	} {
+		if got := redact.Text(in, 200); strings.Contains(got, "abcdef") || strings.Contains(got, "QWxh") || strings.Contains(got, "dXNl") || strings.Contains(got, "ABCdef") {
+			t.Errorf("Text(%q) = %q, want the credential redacted", in, got)
+		}
+		if !redact.Sensitive(in) {
+			t.Errorf("Sensitive(%q) = false, want true", in)
+		}
+	}
+}

@@ -2,6 +2,7 @@ package registry
 
 import (
 	"sync"
+	"sync/atomic"
 	"weak"
 )
 
@@ -24,10 +25,12 @@ func NewAdmission(admitted func(call any, key Key) bool) *Admission {
 	return &Admission{admitted: admitted}
 }
 
-// admissions is the registry's set of Admissions, held weakly.
+// admissions is the registry's set of Admissions, held weakly. Admitted
+// runs on every call of a self-admitting client (mcpguard), so it reads the
+// list without locking; writers serialise on mu and publish a new copy.
 type admissions struct {
-	mu   sync.Mutex
-	list []weak.Pointer[Admission] // Guarded by mu; copied on write, never modified in place.
+	mu   sync.Mutex                                // serialises writers
+	list atomic.Pointer[[]weak.Pointer[Admission]] // copied on write, never modified in place
 }
 
 // AddAdmission registers a. The registry holds it weakly: it is forgotten
@@ -39,23 +42,29 @@ func (r *Registry) AddAdmission(a *Admission) {
 	}
 	r.adm.mu.Lock()
 	defer r.adm.mu.Unlock()
-	kept := make([]weak.Pointer[Admission], 0, len(r.adm.list)+1)
-	for _, w := range r.adm.list {
+	var old []weak.Pointer[Admission]
+	if p := r.adm.list.Load(); p != nil {
+		old = *p
+	}
+	kept := make([]weak.Pointer[Admission], 0, len(old)+1)
+	for _, w := range old {
 		if w.Value() != nil {
 			kept = append(kept, w)
 		}
 	}
-	r.adm.list = append(kept, weak.Make(a))
+	kept = append(kept, weak.Make(a))
+	r.adm.list.Store(&kept)
 }
 
 // Admitted reports whether a registered Admission has admitted call on
 // key's breaker and not yet reported it: the call is already counted, and
 // must not be admitted again.
 func (r *Registry) Admitted(call any, key Key) bool {
-	r.adm.mu.Lock()
-	list := r.adm.list
-	r.adm.mu.Unlock()
-	for _, w := range list {
+	p := r.adm.list.Load()
+	if p == nil {
+		return false
+	}
+	for _, w := range *p {
 		if a := w.Value(); a != nil && a.admitted(call, key) {
 			return true
 		}

@@ -17,7 +17,7 @@ func TestAdmissionWeak(t *testing.T) {
 	runtime.GC()
 	r.AddAdmission(nil)
 	r.AddAdmission(keep) // prunes what was collected
-	if n := len(r.adm.list); n != 2 {
+	if n := len(*r.adm.list.Load()); n != 2 {
 		t.Errorf("%d admissions held, want 2 (keep, twice; the dropped one forgotten)", n)
 	}
 	if !r.Admitted("mine", "dep") || r.Admitted("other", "dep") || r.Admitted("mine", "x") {

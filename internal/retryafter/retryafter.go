@@ -3,6 +3,7 @@
 package retryafter
 
 import (
+	"errors"
 	"net/http"
 	"strconv"
 	"strings"
@@ -80,7 +81,9 @@ func Duration(v string) time.Duration {
 	// time.ParseDuration refuses durations beyond ~292 years; a protobuf
 	// duration may hold up to 10,000 years.
 	if num, ok := strings.CutSuffix(v, "s"); ok {
-		if f, err := strconv.ParseFloat(num, 64); err == nil {
+		// Out of float64's range, f is ±Inf (or 0 for an underflow): a
+		// huge value is still a long hint, never an ignored one.
+		if f, err := strconv.ParseFloat(num, 64); err == nil || errors.Is(err, strconv.ErrRange) {
 			return Seconds(f)
 		}
 	}

@@ -61,6 +61,7 @@ func TestDurationAndSeconds(t *testing.T) {
 		{"7s", 7 * time.Second}, {"1.5s", 1500 * time.Millisecond}, {"0s", 0}, {"-3s", 0},
 		{"10000000000s", retryafter.Max}, {"1e10s", retryafter.Max}, {"NaNs", 0}, {"x", 0},
 		{"1m30s", 90 * time.Second}, {"Infs", retryafter.Max},
+		{"1e400s", retryafter.Max}, {"-1e400s", 0}, {"1e-400s", 0}, // beyond float64: still capped, never ignored
 	} {
 		if got := retryafter.Duration(tc.in); got != tc.want {
 			t.Errorf("Duration(%q) = %v, want %v", tc.in, got, tc.want)
