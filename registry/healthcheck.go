@@ -13,7 +13,9 @@ import (
 // the user's call, which is refused with half_open_busy and a retry_after of
 // the check's timeout. A nil error is a success; any error, a panic or
 // running past the probe timeout (see Policy.CallTimeout and SlowInFlight) is
-// a failure. The context is cancelled at the probe timeout.
+// a failure. The context is cancelled at the probe timeout: a check must
+// return when it is (the probe counts as failed at the timeout either way,
+// but a check that ignores its context keeps its goroutine until it returns).
 type HealthCheck func(ctx context.Context) error
 
 // WithHealthCheck registers the health check of dependency k (see
