@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"os"
+	"runtime"
 
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -21,9 +22,13 @@ func ExampleWithLogger() {
 		},
 	}))
 	reg := registry.MustNew()
-	if _, err := breaker.New(breaker.WithRegistry(reg), breaker.WithLogger(logger)); err != nil {
+	p, err := breaker.New(breaker.WithRegistry(reg), breaker.WithLogger(logger))
+	if err != nil {
 		panic(err)
 	}
+	// The log subscription lives as long as the plugin; a runner holds it
+	// in a real program.
+	defer runtime.KeepAlive(p)
 	_ = reg.Isolate("billing-api") // an operator cuts it
 	reg.Reset("billing-api")
 	_ = reg.Flush(context.Background()) // transitions are delivered asynchronously

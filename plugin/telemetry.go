@@ -26,7 +26,9 @@ func WithTelemetry() Option {
 // WithMeterProvider turns on telemetry and records adkbreaker's metrics
 // (short-circuits, transitions, ended turns, breaker state gauges) with mp.
 // The tracer provider stays the global one unless WithTracerProvider is
-// also given.
+// also given. The gauges are observed for as long as the plugin (or
+// handler) is reachable: a runner holds it; code that keeps only the
+// registry loses them at the next garbage collection.
 func WithMeterProvider(mp metric.MeterProvider) Option {
 	return optionFunc(func(s *settings) {
 		if mp == nil {

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -24,9 +25,13 @@ func TestMetricsEndpointServesDocumentedNames(t *testing.T) {
 	}
 	defer exp.Shutdown(context.Background())
 	reg := registry.MustNew()
-	if _, err := breaker.NewHandler(breaker.WithRegistry(reg), breaker.WithMeterProvider(exp.MeterProvider())); err != nil {
+	h, err := breaker.NewHandler(breaker.WithRegistry(reg), breaker.WithMeterProvider(exp.MeterProvider()))
+	if err != nil {
 		t.Fatal(err)
 	}
+	// The gauges live as long as the handler (a runner holds it in a real
+	// program); without this a GC before the scrape unregisters them.
+	defer runtime.KeepAlive(h)
 	b, err := reg.Get("billing")
 	if err != nil {
 		t.Fatal(err)
@@ -35,6 +40,8 @@ func TestMetricsEndpointServesDocumentedNames(t *testing.T) {
 	if err := reg.Flush(context.Background()); err != nil {
 		t.Fatal(err)
 	}
+
+	runtime.GC() // a collection must not take the gauges of a live handler
 
 	srv := httptest.NewServer(exp.Handler())
 	defer srv.Close()
