@@ -192,34 +192,112 @@ var errCallTimeout = errors.New("adkbreaker: tool call timeout")
 // reports its own outcome to the breaker before any callback sees it,
 // marking the call as really run.
 //
-// The pending entry is touched once, after the tool returned: nothing reads
-// the ran mark before (OnToolError and AfterTool follow Run). An ordinary
-// call that needs nothing more from AfterTool (no tool error to compare, no
-// result for the last-good cache) is reported and removed there at once, so
-// AfterTool finds nothing to do.
+// A call BeforeTool found admissible (the breaker closed, a bulkhead slot
+// free) is admitted here, right before the tool runs: the reservation lives
+// on Run's stack and is reported exactly once when the tool returns (or
+// panics), so the closed path touches no shared table. The breaker has the
+// last word: a trip or a full bulkhead since BeforeTool refuses the call
+// here with the same model-readable payload BeforeTool would have returned.
+// Calls BeforeTool admitted itself (half-open probes, calls that waited for
+// a bulkhead slot) are finished from the pending table, as are calls whose
+// dependency client consults Registry.Admitted (an MCP tool of mcpguard).
 func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
 	h := g.h
 	bd := g.bd.Load() // set by BeforeTool (or BeforeModel) before the call
 	if bd == nil {
 		bd = h.res.lookupTool(g.inner)
 	}
-	if bd == nil {
+	if bd == nil || bd.br == nil {
 		return g.inner.Run(ctx, args) // no breaker: nothing was admitted
 	}
+	call := ctx.FunctionCallID()
+	if s := h.tix.shard(call); !s.empty() {
+		if f, found := s.flagsOf(ctx); found {
+			if f&flagShadow != 0 { // a shadow-mode refusal BeforeTool observed: untracked
+				h.tix.take(ctx, call)
+				res, _, err := g.exec(ctx, args, bd)
+				return res, err
+			}
+			return g.runPending(ctx, args, bd)
+		}
+	}
+	var r registry.Reservation
+	if !bd.br.TryReserve(&r) {
+		tk, d := bd.br.Reserve()
+		switch {
+		case d.Shadow:
+			h.observeShadow(ctx, bd, d, ctx.InvocationID())
+			res, _, err := g.exec(ctx, args, bd)
+			return res, err
+		case !d.Allowed:
+			m, _ := args.(map[string]any)
+			return h.shortCircuit(ctx, bd, d, m), nil
+		}
+		r = tk
+	}
+	if bd.br.SelfAdmitting() {
+		// The tool's client asks Registry.Admitted whether the call is
+		// admitted (mcpguard): the handler's Admission must find it.
+		if !h.tix.put(ctx, call, ctx.InvocationID(), r, bd, flagGuarded) {
+			r.Report(registry.Excluded, 0) // already pending: never track a call twice
+		}
+		return g.runPending(ctx, args, bd)
+	}
+	return g.runAdmitted(ctx, args, bd, &r)
+}
+
+// runAdmitted runs a call Run admitted into r and reports its outcome. A
+// panicking tool's call is released as Excluded (freeing its bulkhead slot,
+// and a probe's lease) before the panic goes on.
+func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, r *registry.Reservation) (res map[string]any, err error) {
+	h := g.h
 	co := h.callObs
 	var start time.Time
 	if co != nil { // the clock is read only for an observer that wants durations
 		start = h.clock.Now()
 	}
-	var res map[string]any
-	var o registry.Outcome
-	var err error
-	if bd.callTimeout > 0 {
-		res, o, err = g.runTimed(ctx, args, bd)
+	reported := false
+	defer func() {
+		if !reported {
+			r.Report(registry.Excluded, 0)
+		}
+	}()
+	res, o, err := g.exec(ctx, args, bd)
+	reported = true
+	if err != nil {
+		r.Report(o, RetryHint(err))
+		// OnToolError and AfterTool compare what they are shown with the
+		// tool's own error (see AfterTool).
+		h.tix.putRan(ctx, ctx.FunctionCallID(), ctx.InvocationID(), bd, o, res, true)
 	} else {
-		res, err = g.inner.Run(ctx, args)
-		o = h.judge(ctx, nil, bd, err)
+		r.Report(o, 0)
+		if o == registry.Success && bd.lastGood != nil && res != nil {
+			m, _ := args.(map[string]any)
+			h.storeLastGood(ctx, bd, m, res) // the tool's own result, whatever a callback makes of it
+		}
 	}
+	if co != nil {
+		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
+	}
+	return res, err
+}
+
+// runPending runs a call whose admission is in the pending table and
+// reports its outcome there.
+//
+// The pending entry is touched once, after the tool returned: nothing reads
+// the ran mark before (OnToolError and AfterTool follow Run). An ordinary
+// call that needs nothing more from AfterTool (no tool error to compare, no
+// result for the last-good cache) is reported and removed there at once, so
+// AfterTool finds nothing to do.
+func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (map[string]any, error) {
+	h := g.h
+	co := h.callObs
+	var start time.Time
+	if co != nil {
+		start = h.clock.Now()
+	}
+	res, o, err := g.exec(ctx, args, bd)
 	var hint time.Duration
 	keep := err != nil // AfterTool compares what it is shown with the tool's error
 	if keep {
@@ -231,6 +309,16 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 	}
 	return res, err
+}
+
+// exec runs the tool, under the dependency's CallTimeout when it has one,
+// and judges its outcome.
+func (g *GuardedTool) exec(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
+	if bd.callTimeout > 0 {
+		return g.runTimed(ctx, args, bd)
+	}
+	res, err := g.inner.Run(ctx, args)
+	return res, g.h.judge(ctx, nil, bd, err), err
 }
 
 // runTimed runs the tool under the dependency's CallTimeout and judges its

@@ -22,7 +22,7 @@ import (
 // An agent that uses the handler's callbacks directly (no plugin, no
 // BeforeModel) guards its tools with Guard, so that the handler knows which
 // calls really ran: a call the agent's own permission check refuses is never
-// charged to the dependency.
+// admitted, and never charged to the dependency.
 func ExampleHandler_Guard() {
 	reg := registry.MustNew()
 	h, _ := callbacks.New(callbacks.Config{Registry: reg,
@@ -54,5 +54,5 @@ func ExampleHandler_Guard() {
 	c := br.Counts()
 	fmt.Println(br.State(), "failures:", c.Failures, "excluded:", c.Exclusions)
 	// Output:
-	// closed failures: 0 excluded: 3
+	// closed failures: 0 excluded: 0
 }

@@ -63,12 +63,12 @@ func reported(t *testing.T, h *Handler) [3]uint64 {
 	return br.Reported()
 }
 
-// TestGuardedRunReportsOnceAndRemovesPlainCalls: a guarded call's Run
-// reports the tool's own outcome exactly once, with one visit to the pending
-// table. A success that needs nothing more from AfterTool leaves no entry
-// behind Run; a tool error, or a success whose result the last-good cache
-// wants, keeps its entry for AfterTool, which then removes it without
-// counting again — whichever shard storage (slice or overflow map) holds it.
+// TestGuardedRunReportsOnceAndRemovesPlainCalls: a guarded call on a closed
+// breaker is admitted by its Run, not BeforeTool, and Run reports the tool's
+// own outcome exactly once. A success leaves nothing pending (the last-good
+// cache gets the tool's own result from Run); a tool error leaves an entry
+// for OnToolError and AfterTool, which remove it without counting again —
+// whichever shard storage (slice or overflow map) holds it.
 func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 	boom := errors.New("boom")
 	for _, c := range []struct {
@@ -83,7 +83,7 @@ func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 		{name: "success, overflow map", overflow: true, want: [3]uint64{1, 0, 0}},
 		{name: "tool error", err: boom, keptAfter: true, want: [3]uint64{0, 1, 0}},
 		{name: "tool error, overflow map", err: boom, overflow: true, keptAfter: true, want: [3]uint64{0, 1, 0}},
-		{name: "success, last-good cache", lastGood: true, keptAfter: true, want: [3]uint64{1, 0, 0}},
+		{name: "success, last-good cache", lastGood: true, want: [3]uint64{1, 0, 0}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var deps map[registry.Key]Dependency
@@ -94,11 +94,11 @@ func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 			inner := &scriptTool{res: map[string]any{"record": "own"}, err: c.err}
 			gt := h.Guard(inner).(*GuardedTool)
 			var fill []*guardCtx
-			if c.overflow { // fill the call's shard slice so that the call lands in the overflow map
+			if c.overflow { // fill the call's shard slice (unguarded calls are pending from BeforeTool) so that a kept entry lands in the overflow map
 				for range smallPending {
 					f := &guardCtx{call: sameShardID}
 					fill = append(fill, f)
-					if r, _ := h.BeforeTool(f, gt, nil); r != nil {
+					if r, _ := h.BeforeTool(f, inner, nil); r != nil {
 						t.Fatal("short-circuited")
 					}
 				}
@@ -108,9 +108,12 @@ func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 				t.Fatal("short-circuited")
 			}
 			before, _ := h.Pending()
+			if before != len(fill) {
+				t.Fatalf("pending after BeforeTool = %d, want %d: the guarded call is admitted by Run, not BeforeTool", before, len(fill))
+			}
 			_, err := gt.Run(ctx, nil)
 			after, _ := h.Pending()
-			if kept := after == before; kept != c.keptAfter {
+			if kept := after == before+1; kept != c.keptAfter || after < before {
 				t.Fatalf("pending %d → %d after Run: kept = %v, want %v", before, after, kept, c.keptAfter)
 			}
 			if got := reported(t, h); got != c.want {
@@ -134,7 +137,7 @@ func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 				}
 			}
 			for _, f := range fill {
-				h.AfterTool(f, gt, nil, nil, nil) // a guarded call that never ran: released
+				h.AfterTool(f, inner, nil, nil, nil)
 			}
 			if n, _ := h.Pending(); n != 0 {
 				t.Fatalf("pending at the end = %d", n)

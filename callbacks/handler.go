@@ -259,6 +259,12 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		}
 		return nil, nil
 	}
+	if flags&flagGuarded != 0 && bd.br.Admissible() {
+		// A guarded tool's Run admits the call itself, closest to the
+		// execution (GuardedTool.Run): nothing is recorded here. What the
+		// breaker refuses now is refused below, before any other callback.
+		return nil, nil
+	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
 	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
 		return nil, nil
@@ -267,12 +273,11 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if d.Shadow {
 		// Shadow mode: the breaker would have refused; the call goes on,
 		// untracked (its outcome is not counted, as if refused), and the
-		// would-be short-circuit is observed with Shadow set.
-		if h.obs != nil {
-			h.obs.ShortCircuit(ctx, ShortCircuitEvent{
-				Dependency: bd.key, Tool: bd.tool, Reason: reasonOf(d.Reason), State: d.State,
-				RetryAfter: d.RetryAfter, InvocationID: inv, Shadow: true,
-			})
+		// would-be short-circuit is observed with Shadow set. A guarded
+		// call is marked so that its Run does not ask again.
+		h.observeShadow(ctx, bd, d, inv)
+		if flags&flagGuarded != 0 {
+			h.tix.put(ctx, call, inv, registry.Reservation{}, bd, flagGuarded|flagShadow)
 		}
 		return nil, nil
 	}
@@ -283,6 +288,15 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	return h.shortCircuit(ctx, bd, d, args), nil
+}
+
+func (h *Handler) observeShadow(ctx context.Context, bd *binding, d registry.Decision, inv string) {
+	if h.obs != nil {
+		h.obs.ShortCircuit(ctx, ShortCircuitEvent{
+			Dependency: bd.key, Tool: bd.tool, Reason: reasonOf(d.Reason), State: d.State,
+			RetryAfter: d.RetryAfter, InvocationID: inv, Shadow: true,
+		})
+	}
 }
 
 // admitted reports whether call (an agent.ToolContext) is a call BeforeTool

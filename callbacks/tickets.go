@@ -53,6 +53,9 @@ const (
 	// later rewrite (an agent's own OnToolError recovering it) came after
 	// the handler, not from a plugin registered ahead of it.
 	flagSawErr
+	// flagShadow: a shadow-mode breaker would have refused this guarded
+	// call; BeforeTool observed it, and Run runs the tool untracked.
+	flagShadow
 )
 
 const (
@@ -139,6 +142,22 @@ func (s *ticketShard) removeAtLocked(i int) {
 // breaker, bounded by the registry's cap), so a shard full of probes goes
 // over its cap rather than drop one; their leases still bound them.
 func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd *binding, flags callFlags) bool {
+	return t.insert(call, pending{tk: tk, bd: bd, ctx: ctx, inv: inv, flags: flags})
+}
+
+// putRan stores a guarded call whose Run admitted it and already reported
+// the tool's own outcome o (the entry carries no reservation), for
+// OnToolError and AfterTool to compare with what they are shown (see ran's
+// keep).
+func (t *tickets) putRan(ctx callKey, call, inv string, bd *binding, o registry.Outcome, result map[string]any, toolErr bool) {
+	p := pending{bd: bd, ctx: ctx, inv: inv}
+	p.markReported(o, result, toolErr)
+	t.insert(call, p)
+}
+
+// insert is put's body: it stores p unless p.ctx is already pending.
+func (t *tickets) insert(call string, p pending) bool {
+	ctx := p.ctx
 	s := t.shard(call)
 	s.mu.Lock()
 	if s.indexLocked(ctx) >= 0 {
@@ -154,7 +173,6 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 	if s.lenLocked() >= t.perCap {
 		evicted, evict = s.evictLocked()
 	}
-	p := pending{tk: tk, bd: bd, ctx: ctx, inv: inv, flags: flags}
 	if len(s.small) < smallPending {
 		s.small = append(s.small, p)
 	} else {
@@ -199,6 +217,17 @@ func (t *tickets) reserve(ctx callKey, call, inv string, bd *binding, flags call
 	s.n.Store(int32(n + 1))
 	s.mu.Unlock()
 	return true
+}
+
+// flagsOf returns the flags of ctx's pending call, if there is one.
+func (s *ticketShard) flagsOf(ctx callKey) (callFlags, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if i := s.indexLocked(ctx); i >= 0 {
+		return s.small[i].flags, true
+	}
+	p, ok := s.big[ctx]
+	return p.flags, ok
 }
 
 // evictLocked removes one ordinary call to make room: one from the overflow

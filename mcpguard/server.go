@@ -42,6 +42,7 @@ type server struct {
 }
 
 func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
+	br.SetSelfAdmitting() // Tool.Run consults Registry.Admitted
 	s := &server{g: g, cfg: cfg, br: br, rb: newRetryBudget(cfg.Retry)}
 	if len(cfg.Tools) > 0 {
 		s.allow = make(map[string]bool, len(cfg.Tools))

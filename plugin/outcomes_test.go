@@ -303,7 +303,8 @@ func (m *mismatchCounter) OutcomeMismatch(context.Context, callbacks.MismatchEve
 
 // TestExplicitGuardWithoutPlugin: an agent that uses the handler's callbacks
 // directly, without the plugin and without BeforeModel, guards its tools
-// with Handler.Guard and gets the same exclusion of refused calls.
+// with Handler.Guard and gets the same treatment of refused calls: never
+// admitted, never counted.
 func TestExplicitGuardWithoutPlugin(t *testing.T) {
 	var deny atomic.Bool
 	a := newToolAgent(t, toolAgentSetup{noPlugin: true, agent: func(h *callbacks.Handler, c *llmagent.Config) {
@@ -323,8 +324,8 @@ func TestExplicitGuardWithoutPlugin(t *testing.T) {
 	for range 5 {
 		a.turn()
 	}
-	if c := a.breaker().Counts(); c.Failures != 0 || c.Exclusions != 5 {
-		t.Fatalf("counts %+v: want 5 refusals excluded", c)
+	if c := a.breaker().Counts(); c.Requests != 0 || c.Failures != 0 || c.Exclusions != 0 {
+		t.Fatalf("counts %+v: want the 5 refused calls never admitted (a guarded call is admitted by its Run)", c)
 	}
 	deny.Store(false)
 	a.mode.Store(toolDown)

@@ -58,8 +58,13 @@ func (r *Registry) AddAdmission(a *Admission) {
 
 // Admitted reports whether a registered Admission has admitted call on
 // key's breaker and not yet reported it: the call is already counted, and
-// must not be admitted again.
+// must not be admitted again. A client that consults it should call the
+// breaker's SetSelfAdmitting when it is built; Admitted marks the breaker
+// itself too, so that layers see it from the next call on.
 func (r *Registry) Admitted(call any, key Key) bool {
+	if b, ok := r.Lookup(key); ok && !b.selfAdmit.Load() {
+		b.selfAdmit.Store(true)
+	}
 	p := r.adm.list.Load()
 	if p == nil {
 		return false

@@ -112,6 +112,9 @@ type Breaker struct {
 	// when it has none (healthcheck.go).
 	hc              HealthCheck
 	hcRuns, hcFails atomic.Uint64
+	// selfAdmit: a client admits its own calls unless an Admission did
+	// (SetSelfAdmitting).
+	selfAdmit atomic.Bool
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {

@@ -111,3 +111,30 @@ func (r *Reservation) Trip(hold time.Duration, cause Cause) {
 // Closed reports, without locking, whether the breaker is closed right now.
 // Hot paths use it to skip work that only the closed state needs.
 func (b *Breaker) Closed() bool { return State(b.state.Load()) == StateClosed }
+
+// Admissible reports, without locking and without admitting anything,
+// whether TryReserve would most likely admit a call right now: the breaker
+// is closed and its bulkhead, if any, has a free slot. A layer that admits
+// calls later than it decides refusals (the plugin's guarded tools admit in
+// the tool's Run) uses it to refuse early what is refused anyway; the
+// answer can be stale by the time of TryReserve, which has the last word.
+func (b *Breaker) Admissible() bool {
+	if State(b.state.Load()) != StateClosed {
+		return false
+	}
+	c := b.ct
+	return c == nil || c.max == 0 || uint32(c.word.Load()&wordTotalMask) < c.max
+}
+
+// SetSelfAdmitting records that a client of this breaker admits its own
+// calls unless an Admission layer already did (it consults
+// Registry.Admitted, as mcpguard does). A layer that admits a call
+// somewhere other than where its Admission can see it (the plugin's guarded
+// tools admit in the tool's Run) then registers the call so that
+// Registry.Admitted finds it. Registry.Admitted sets it too, on first use:
+// call it at construction so that no call is admitted before it is known.
+func (b *Breaker) SetSelfAdmitting() { b.selfAdmit.Store(true) }
+
+// SelfAdmitting reports whether SetSelfAdmitting was called (or
+// Registry.Admitted consulted) for this breaker.
+func (b *Breaker) SelfAdmitting() bool { return b.selfAdmit.Load() }

@@ -1,0 +1,224 @@
+package callbacks
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"google.golang.org/adk/agent"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// scObserver records short-circuit events.
+type scObserver struct {
+	mu  sync.Mutex
+	evs []ShortCircuitEvent
+}
+
+func (o *scObserver) ShortCircuit(_ context.Context, ev ShortCircuitEvent) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.evs = append(o.evs, ev)
+}
+func (o *scObserver) TurnEnded(context.Context, TurnEndEvent) {}
+
+func (o *scObserver) events() []ShortCircuitEvent {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return append([]ShortCircuitEvent(nil), o.evs...)
+}
+
+// hookTool runs fn when it runs.
+type hookTool struct {
+	scriptTool
+	fn   func(ctx agent.ToolContext)
+	runs int
+}
+
+func (t *hookTool) Run(ctx agent.ToolContext, args any) (map[string]any, error) {
+	t.runs++
+	if t.fn != nil {
+		t.fn(ctx)
+	}
+	return t.scriptTool.Run(ctx, args)
+}
+
+func newAdmitHandler(t *testing.T, pol registry.Policy) (*Handler, *scObserver) {
+	t.Helper()
+	reg := registry.MustNew(registry.WithDefaultPolicy(pol))
+	obs := &scObserver{}
+	h, err := New(Config{Registry: reg, Observer: obs, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, obs
+}
+
+// TestGuardedRunRefusesWhatChangedSinceBeforeTool: a guarded call is
+// admitted by its Run; a trip (or a bulkhead filled) between BeforeTool and
+// Run refuses it there, with the payload BeforeTool would have returned and
+// one short-circuit observed, and the tool never runs.
+func TestGuardedRunRefusesWhatChangedSinceBeforeTool(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		pol    registry.Policy
+		change func(t *testing.T, br *registry.Breaker) (undo func())
+		reason string
+	}{
+		{
+			name: "tripped", pol: registry.Policy{OpenFor: time.Hour},
+			change: func(_ *testing.T, br *registry.Breaker) func() {
+				br.Trip(time.Minute, registry.CauseRetryHint)
+				return func() {}
+			},
+			reason: "circuit_open",
+		},
+		{
+			name: "bulkhead full", pol: registry.Policy{OpenFor: time.Hour, MaxConcurrent: 1},
+			change: func(t *testing.T, br *registry.Breaker) func() {
+				tk, d := br.Admit() // another call takes the only slot
+				if !d.Allowed {
+					t.Fatal("the bulkhead's slot was not free")
+				}
+				return func() { tk.Done(registry.Success) }
+			},
+			reason: "saturated",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, obs := newAdmitHandler(t, c.pol)
+			inner := &hookTool{}
+			gt := h.Guard(inner).(*GuardedTool)
+			ctx := &guardCtx{call: "adk-call-1"}
+			if r, _ := h.BeforeTool(ctx, gt, map[string]any{}); r != nil {
+				t.Fatalf("BeforeTool refused a call on a closed breaker: %v", r)
+			}
+			br, ok := h.Registry().Lookup("dep")
+			if !ok {
+				t.Fatal("no breaker")
+			}
+			undo := c.change(t, br)
+			defer undo()
+			res, err := gt.Run(ctx, map[string]any{})
+			if err != nil {
+				t.Fatalf("Run returned an error for a refusal: %v", err)
+			}
+			if inner.runs != 0 {
+				t.Fatal("the tool ran although the breaker refused the call")
+			}
+			if got := res["reason"]; got != c.reason {
+				t.Fatalf("payload reason = %v, want %q (payload %v)", got, c.reason, res)
+			}
+			if evs := obs.events(); len(evs) != 1 || string(evs[0].Reason) != c.reason {
+				t.Fatalf("short-circuits observed = %+v, want one %q", evs, c.reason)
+			}
+			h.AfterTool(ctx, gt, map[string]any{}, res, nil)
+			if got := br.Reported(); got != [3]uint64{} {
+				t.Fatalf("reported = %v: a refused call was counted", got)
+			}
+			if n, _ := h.Pending(); n != 0 {
+				t.Fatalf("pending = %d", n)
+			}
+		})
+	}
+}
+
+// TestGuardedRunPanicReleasesItsSlot: a guarded tool that panics has its
+// call released (Excluded) before the panic goes on: its bulkhead slot is
+// free again, so the dependency is not left saturated by a dead call.
+func TestGuardedRunPanicReleasesItsSlot(t *testing.T) {
+	h, _ := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour, MaxConcurrent: 1})
+	inner := &hookTool{fn: func(agent.ToolContext) { panic("tool bug") }}
+	gt := h.Guard(inner).(*GuardedTool)
+	ctx := &guardCtx{call: "adk-call-1"}
+	if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+		t.Fatal("short-circuited")
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Fatal("the panic was swallowed")
+			}
+		}()
+		gt.Run(ctx, nil)
+	}()
+	br, _ := h.Registry().Lookup("dep")
+	if got := br.Reported(); got != [3]uint64{0, 0, 1} {
+		t.Fatalf("reported = %v, want one excluded", got)
+	}
+	if got := br.ContainCounts().InFlight; got != 0 {
+		t.Fatalf("in flight after the panic = %d, want 0", got)
+	}
+	if _, d := br.Admit(); !d.Allowed {
+		t.Fatalf("the next call was refused (%v): the panicking call kept its slot", d.Reason)
+	}
+}
+
+// TestGuardedRunRegistersSelfAdmittingCalls: when the tool's client admits
+// its own calls unless a layer did (mcpguard consults Registry.Admitted),
+// the call Run admitted is visible to Registry.Admitted while the tool runs,
+// and counted once.
+func TestGuardedRunRegistersSelfAdmittingCalls(t *testing.T) {
+	h, _ := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour})
+	br, err := h.Registry().Get("dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.SetSelfAdmitting()
+	var inside bool
+	inner := &hookTool{fn: func(ctx agent.ToolContext) { inside = h.Registry().Admitted(ctx, "dep") }}
+	gt := h.Guard(inner).(*GuardedTool)
+	ctx := &guardCtx{call: "adk-call-1"}
+	if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+		t.Fatal("short-circuited")
+	}
+	if _, err := gt.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	if !inside {
+		t.Fatal("Registry.Admitted did not see the call Run admitted: the client would admit it a second time")
+	}
+	if h.Registry().Admitted(ctx, "dep") {
+		t.Fatal("the call is still admitted after it was reported")
+	}
+	h.AfterTool(ctx, gt, nil, nil, nil)
+	if got := br.Reported(); got != [3]uint64{1, 0, 0} {
+		t.Fatalf("reported = %v, want one success", got)
+	}
+}
+
+// TestGuardedShadowObservedOnce: a shadow-mode breaker that would refuse a
+// guarded call observes the would-be short-circuit once (in BeforeTool, not
+// again in Run), runs the tool and counts nothing.
+func TestGuardedShadowObservedOnce(t *testing.T) {
+	h, obs := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour, Shadow: true})
+	br, err := h.Registry().Get("dep")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Trip(time.Minute, registry.CauseRetryHint)
+	inner := &hookTool{}
+	gt := h.Guard(inner).(*GuardedTool)
+	ctx := &guardCtx{call: "adk-call-1"}
+	if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+		t.Fatalf("a shadow breaker refused: %v", r)
+	}
+	if _, err := gt.Run(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	h.AfterTool(ctx, gt, nil, nil, nil)
+	if inner.runs != 1 {
+		t.Fatalf("tool runs = %d, want 1", inner.runs)
+	}
+	if evs := obs.events(); len(evs) != 1 || !evs[0].Shadow {
+		t.Fatalf("shadow short-circuits observed = %+v, want one", evs)
+	}
+	if got := br.Reported(); got != [3]uint64{} {
+		t.Fatalf("reported = %v: a shadow refusal was counted", got)
+	}
+	if n, _ := h.Pending(); n != 0 {
+		t.Fatalf("pending = %d", n)
+	}
+}
