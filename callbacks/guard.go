@@ -262,7 +262,13 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 			r.Report(registry.Excluded, 0)
 		}
 	}()
-	res, o, err := g.exec(ctx, args, bd)
+	var o registry.Outcome
+	if bd.callTimeout > 0 {
+		res, o, err = g.runTimed(ctx, args, bd)
+	} else { // exec, by hand: one frame less on the closed path
+		res, err = g.inner.Run(ctx, args)
+		o = h.judge(ctx, nil, bd, err)
+	}
 	reported = true
 	if err != nil {
 		r.Report(o, RetryHint(err))
@@ -341,17 +347,19 @@ func (g *GuardedTool) binding() *binding {
 	return bd
 }
 
-// judge classifies the outcome of a guarded call: the caller's cancellation
-// is excluded, our CallTimeout is a failure (even when a tool that ignores
-// its context succeeds after it), anything else is classified as usual.
+// judge classifies the outcome of a guarded call: our CallTimeout is a
+// failure (even when a tool that ignores its context succeeds after it), a
+// success is a success (the dependency answered, whatever the caller did
+// meanwhile), an error after the caller's own cancellation is excluded, and
+// anything else is classified as usual.
 func (h *Handler) judge(ctx, dctx context.Context, bd *binding, err error) registry.Outcome {
 	switch {
-	case ctx.Err() != nil:
-		return registry.Excluded
 	case dctx != nil && context.Cause(dctx) == errCallTimeout:
 		return registry.Failure
 	case err == nil:
 		return registry.Success
+	case ctx.Err() != nil:
+		return registry.Excluded
 	}
 	return h.classify(ctx, bd, err)
 }

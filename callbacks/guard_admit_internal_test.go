@@ -2,6 +2,7 @@ package callbacks
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
@@ -220,5 +221,40 @@ func TestGuardedShadowObservedOnce(t *testing.T) {
 	}
 	if n, _ := h.Pending(); n != 0 {
 		t.Fatalf("pending = %d", n)
+	}
+}
+
+// cancelledCtx is a guardCtx whose caller has cancelled.
+type cancelledCtx struct{ guardCtx }
+
+func (c *cancelledCtx) Err() error { return context.Canceled }
+
+// TestJudgeAfterCallerCancellation: once the caller has cancelled, a tool
+// error is excluded (the caller gave up, the dependency is not to blame),
+// but a success still counts as one (the dependency answered).
+func TestJudgeAfterCallerCancellation(t *testing.T) {
+	h, _ := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour})
+	for _, c := range []struct {
+		err  error
+		want [3]uint64
+	}{
+		{nil, [3]uint64{1, 0, 0}},
+		{context.Canceled, [3]uint64{1, 0, 1}},
+		{errors.New("upstream 503"), [3]uint64{1, 0, 2}},
+	} {
+		gt := h.Guard(&scriptTool{err: c.err}).(*GuardedTool)
+		ctx := &cancelledCtx{guardCtx{call: "adk-call-1"}}
+		if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+			t.Fatal("short-circuited")
+		}
+		gt.Run(ctx, nil)
+		if c.err != nil {
+			h.OnToolError(ctx, gt, nil, c.err)
+		}
+		h.AfterTool(ctx, gt, nil, nil, c.err)
+		br, _ := h.Registry().Lookup("dep")
+		if got := br.Reported(); got != c.want {
+			t.Fatalf("after a cancelled call returning %v: reported = %v, want %v", c.err, got, c.want)
+		}
 	}
 }
