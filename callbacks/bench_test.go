@@ -91,7 +91,8 @@ func gbSettings() gobreaker.Settings {
 //	                  default); -contained as above
 //	open:             BeforeTool short-circuit with payload (a new
 //	                  invocation every 4 short-circuits, AfterRun included)
-//	*-parallel:       the same under b.RunParallel on one dependency
+//	*-parallel:       the same under b.RunParallel on one dependency (a
+//	                  bulkhead of 20 is never full: GOMAXPROCS goroutines)
 //	*-parallel-deps:  the same with a dependency per goroutine
 func BenchmarkToolPath(b *testing.B) {
 	b.Run("gobreaker", func(b *testing.B) {
@@ -184,6 +185,23 @@ func BenchmarkToolPath(b *testing.B) {
 					b.Fatal("short-circuited")
 				}
 				h.AfterTool(ctx, tl, nil, nil, nil)
+			}
+		})
+	})
+	b.Run("closed-guarded-contained-parallel", func(b *testing.B) {
+		h := newHandler(b, registry.WithDefaultPolicy(containedPolicy))
+		gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+		var g atomic.Int64
+		b.ReportAllocs()
+		b.RunParallel(func(pb *testing.PB) {
+			n := g.Add(1)
+			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			for pb.Next() {
+				if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+					b.Fatal("short-circuited")
+				}
+				res, err := gt.Run(ctx, nil)
+				h.AfterTool(ctx, gt, nil, res, err)
 			}
 		})
 	})
