@@ -1,5 +1,7 @@
-// Package docscheck supports the tests that keep docs/configuration.md
-// honest: it lists the exported With… options a package declares.
+// Package docscheck supports the tests that keep the docs honest: it lists
+// the exported With… options a package declares (for docs/configuration.md),
+// and its own tests check that every relative link and #fragment in the
+// repository's Markdown resolves inside the repository.
 package docscheck
 
 import (
