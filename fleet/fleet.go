@@ -665,7 +665,11 @@ func (f *Fleet) apply(m message, fromResync bool) {
 	switch {
 	case m.gen < d.lastGen:
 		d.mu.Unlock()
-		f.st.droppedStale.Add(1)
+		if !fromResync {
+			// A resync reading a stored decision older than one received
+			// live since is routine, not a stale message.
+			f.st.droppedStale.Add(1)
+		}
 		return
 	case m.gen == d.lastGen:
 		d.mu.Unlock()
@@ -844,6 +848,34 @@ func (f *Fleet) resyncer(now <-chan struct{}) {
 	}
 }
 
+// maxGenerationAhead is how far a replica's known generation may run ahead
+// of the decision Redis stores for the dependency. Every genuine decision
+// is written to the state key before it is broadcast, so a replica can be
+// ahead of a resync's read only by decisions published since the read (the
+// generation is the Redis server's clock in microseconds: milliseconds
+// ahead). A replica further ahead took its generation from a message that
+// was never stored — a forged one on the channel — and would otherwise drop
+// every genuine decision as stale until Redis's clock caught up.
+const maxGenerationAhead = uint64(time.Minute / time.Microsecond)
+
+// repairGeneration brings the generation known for k back to stored, the
+// generation of Redis's stored decision, when it is too far ahead of it
+// (see maxGenerationAhead); the stored decision is then applied as news.
+func (f *Fleet) repairGeneration(k registry.Key, stored uint64) {
+	d := f.depFor(k)
+	d.mu.Lock()
+	repaired := d.lastGen > stored && d.lastGen-stored > maxGenerationAhead
+	if repaired {
+		d.lastGen = stored - 1
+	}
+	d.mu.Unlock()
+	if repaired {
+		f.st.generationRepairs.Add(1)
+		f.s.logger.Warn("adkbreaker fleet: the generation known for a dependency ran far ahead of the decision Redis stores (a message that was never stored, forged on the channel?); applying the stored decision",
+			"dependency", string(k), "replica", f.s.replica)
+	}
+}
+
 // resync reads, in one pipeline, the last decision and remaining hold of
 // every local breaker, and applies those newer than what this replica knows.
 func (f *Fleet) resync() {
@@ -883,6 +915,7 @@ func (f *Fleet) resync() {
 			f.st.droppedMalformed.Add(1)
 			continue
 		}
+		f.repairGeneration(k, gen)
 		hold, _ := rows[i].hold.Result()
 		ms := max(hold.Milliseconds(), 0)
 		if kind == kindOpen && ms <= 0 {

@@ -2,6 +2,8 @@ package fleet_test
 
 import (
 	"context"
+	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -165,5 +167,52 @@ func TestStaleAndDuplicateMessages(t *testing.T) {
 	}
 	if len(keys) == 0 {
 		t.Error("no keys written")
+	}
+}
+
+// TestForgedFutureGenerationIsRepaired: a message forged on the channel with
+// the largest generation would make a replica drop every genuine decision
+// as stale; the next resync finds the known generation far ahead of the
+// one Redis stores, brings it back and applies the stored decision.
+func TestForgedFutureGenerationIsRepaired(t *testing.T) {
+	srv := redisServer(t)
+	rs := newReplicas(t, srv.Addr(), 2, testPolicy(10*time.Second))
+	a, b := rs[0], rs[1]
+	raw := rawClient(t, srv.Addr())
+	ctx := context.Background()
+	prefix := prefixOf(t, a)
+	send := func(msg string) {
+		t.Helper()
+		if err := raw.Publish(ctx, prefix+":events", msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(fmtMsg("close", math.MaxUint64, 0, "intruder"))
+	mustGetBreaker(t, b, "marker")
+	send(fmtMsgDep("open", 1, 60000, "intruder", "marker")) // handled after the forged message (pub/sub keeps order)
+	b.await(t, 5*time.Second, "marker", func(tr registry.Transition) bool { return tr.Key == "marker" })
+
+	a.fail(t) // a genuine trip: stored, then broadcast with Redis's clock as generation
+	// b drops it as stale: it is stored by then (decisions are stored
+	// before they are broadcast).
+	for deadline := time.Now().Add(5 * time.Second); b.f.Stats().Dropped["stale"] == 0; {
+		if time.Now().After(deadline) {
+			t.Fatal("b never received a's decision")
+		}
+		runtime.Gosched()
+	}
+	if st := b.b.State(); st != registry.StateClosed {
+		t.Fatalf("b = %v before the resync: the forged generation did not stall it, so this test shows nothing", st)
+	}
+	b.f.Resync()
+	b.await(t, 5*time.Second, "fleet_open after the repair", isCause(registry.CauseFleetOpen))
+	if st := b.b.State(); st != registry.StateOpen {
+		t.Fatalf("b = %v, want open", st)
+	}
+	if n := b.f.Stats().GenerationRepairs; n != 1 {
+		t.Fatalf("generation repairs = %d, want 1", n)
+	}
+	if n := a.f.Stats().GenerationRepairs; n != 0 {
+		t.Fatalf("a, which never saw a forged generation ahead of Redis, repaired %d", n)
 	}
 }

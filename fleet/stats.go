@@ -23,6 +23,7 @@ type counters struct {
 	outDroppedMalformed, outDroppedUnknown              atomic.Uint64
 	outDroppedRedis, outDroppedCap, outDroppedOff       atomic.Uint64
 	fleetRateTrips                                      atomic.Uint64
+	generationRepairs                                   atomic.Uint64
 }
 
 // Stats are the fleet's counters since New.
@@ -38,7 +39,8 @@ type Stats struct {
 	// ResyncApplied: decisions read back from keys and applied.
 	Applied, ResyncApplied uint64
 	// Dropped counts messages and decisions not applied or not sent, by
-	// reason: stale (older than one applied), duplicate, own (this replica's
+	// reason: stale (a message older than one applied; a resync reading an
+	// older stored decision is not counted), duplicate, own (this replica's
 	// echo), malformed, unknown_dependency (no local breaker),
 	// queue_full and redis_unavailable (not published).
 	Dropped map[string]uint64
@@ -71,6 +73,12 @@ type Stats struct {
 	// FleetRateTrips counts local breakers this replica opened because the
 	// fleet's failure rate met the policy's gate (cause fleet_rate).
 	FleetRateTrips uint64
+	// GenerationRepairs counts dependencies whose known generation a resync
+	// found more than a minute ahead of the decision Redis stores: it came
+	// from a message that was never stored (forged on the channel), and
+	// would have made this replica drop genuine decisions as stale. The
+	// stored decision was applied instead.
+	GenerationRepairs uint64
 }
 
 // Stats returns a snapshot of the counters.
@@ -95,7 +103,7 @@ func (f *Fleet) Stats() Stats {
 			"redis_unavailable": c.outDroppedRedis.Load(), "publish_failed": c.outPublishFailed.Load(),
 			"over_cap": c.outDroppedCap.Load(), "sharing_off": c.outDroppedOff.Load(),
 		},
-		FleetRateTrips: c.fleetRateTrips.Load(),
+		FleetRateTrips: c.fleetRateTrips.Load(), GenerationRepairs: c.generationRepairs.Load(),
 	}
 	s.LastError, _ = c.lastError.Load().(string)
 	return s
@@ -112,6 +120,7 @@ const (
 	MetricOutcomes        = "adkbreaker.fleet.outcomes"
 	MetricOutcomesDropped = "adkbreaker.fleet.outcomes.dropped"
 	MetricRateTrips       = "adkbreaker.fleet.rate_trips"
+	MetricGenRepairs      = "adkbreaker.fleet.generation_repairs"
 )
 
 func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
@@ -125,7 +134,8 @@ func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
 	outs, err7 := m.Int64ObservableCounter(MetricOutcomes, metric.WithDescription("Outcome-count messages published to and received from other replicas."), metric.WithUnit("{message}"))
 	outDropped, err8 := m.Int64ObservableCounter(MetricOutcomesDropped, metric.WithDescription("Outcome-count messages (or their dependencies) not sent or not counted, by reason."), metric.WithUnit("{message}"))
 	rateTrips, err9 := m.Int64ObservableCounter(MetricRateTrips, metric.WithDescription("Local breakers opened because the fleet's failure rate met the policy's gate (cause fleet_rate)."), metric.WithUnit("{trip}"))
-	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9} {
+	repairs, err10 := m.Int64ObservableCounter(MetricGenRepairs, metric.WithDescription("Dependencies whose known fleet generation a resync found far ahead of Redis's stored decision (a forged message on the channel), brought back."), metric.WithUnit("{repair}"))
+	for _, err := range []error{err1, err2, err3, err4, err5, err6, err7, err8, err9, err10} {
 		if err != nil {
 			return err
 		}
@@ -156,7 +166,8 @@ func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
 			o.ObserveInt64(outDropped, int64(n), attr("reason", reason))
 		}
 		o.ObserveInt64(rateTrips, int64(s.FleetRateTrips))
+		o.ObserveInt64(repairs, int64(s.GenerationRepairs))
 		return nil
-	}, msgs, dropped, leases, up, errs, recon, outs, outDropped, rateTrips)
+	}, msgs, dropped, leases, up, errs, recon, outs, outDropped, rateTrips, repairs)
 	return err
 }

@@ -22,6 +22,7 @@ func (f *Fleet) Status() (sharing bool, lastError string, counters map[string]ui
 		"outcomes_published": s.OutcomesPublished,
 		"outcomes_received":  s.OutcomesReceived,
 		"fleet_rate_trips":   s.FleetRateTrips,
+		"generation_repairs": s.GenerationRepairs,
 	}
 	for reason, n := range s.Dropped {
 		counters["dropped."+reason] = n
