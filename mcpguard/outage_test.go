@@ -1,8 +1,12 @@
 package mcpguard_test
 
 import (
+	"context"
+	"errors"
 	"testing"
 	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
@@ -134,5 +138,34 @@ func TestHealthyDiscoveryFailingCallsOpens(t *testing.T) {
 	if st := br.Status(); st.State != registry.StateOpen || st.RetryAfter != 20*time.Second || st.Counts.Trips != 2 {
 		t.Errorf("after the probing turn: %s, retry after %s, counts %+v (failures before %d); want open again by the call probe, with the hold doubled to 20s (the healthy discovery must not close it)",
 			st.State, st.RetryAfter, st.Counts, failures)
+	}
+}
+
+// TestServerBudgetBoundsProbe: the server's operation budget bounds a
+// half-open probe on its breaker (Breaker.SetCallBudget), not only the
+// policy's probe lease: while a probe is out, a refused call is told to
+// retry within the budget, and a probe still out at the budget has failed.
+func TestServerBudgetBoundsProbe(t *testing.T) {
+	clk, reg := clockRegistry(t) // probe lease 2 min
+	dial := func(context.Context) (mcp.Transport, error) { return nil, errors.New("not dialled in this test") }
+	if _, err := mcpguard.New(reg, []mcpguard.Server{{Name: "budgeted", Dial: dial, ConnectTimeout: time.Second, CallTimeout: 2 * time.Second, OperationBudget: 3 * time.Second}}); err != nil {
+		t.Fatal(err)
+	}
+	br, ok := reg.Lookup("budgeted")
+	if !ok {
+		t.Fatal("no breaker for the server")
+	}
+	br.Trip(time.Second, registry.CauseRetryHint)
+	clk.Advance(2 * time.Second)
+	probe, d := br.Admit()
+	if !d.Allowed || !probe.Probe() {
+		t.Fatalf("no probe admitted after the hold: %+v", d)
+	}
+	if _, d := br.Admit(); d.Allowed || d.RetryAfter > 3*time.Second {
+		t.Fatalf("while the probe is out: %+v, want a refusal with retry_after ≤ the 3s budget", d)
+	}
+	clk.Advance(3 * time.Second)
+	if st := br.State(); st != registry.StateOpen {
+		t.Fatalf("state %v once the budget passed, want open (the probe failed)", st)
 	}
 }

@@ -42,7 +42,8 @@ type server struct {
 }
 
 func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
-	br.SetSelfAdmitting() // Tool.Run consults Registry.Admitted
+	br.SetSelfAdmitting()                 // Tool.Run consults Registry.Admitted
+	br.SetCallBudget(cfg.OperationBudget) // every operation ends within it: a probe that has not answered by then has failed
 	s := &server{g: g, cfg: cfg, br: br, rb: newRetryBudget(cfg.Retry)}
 	if len(cfg.Tools) > 0 {
 		s.allow = make(map[string]bool, len(cfg.Tools))

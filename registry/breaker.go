@@ -115,6 +115,9 @@ type Breaker struct {
 	// selfAdmit: a client admits its own calls unless an Admission did
 	// (SetSelfAdmitting).
 	selfAdmit atomic.Bool
+	// budget is the client's call budget in nanoseconds (SetCallBudget);
+	// 0 for none.
+	budget atomic.Int64
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {

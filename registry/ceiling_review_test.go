@@ -23,3 +23,21 @@ func TestSlowButHealthyUnderTheCallTimeout(t *testing.T) {
 			len(got), got[:min(len(got), 2)], refused, cc.SlowThreshold)
 	}
 }
+
+// TestCallBudgetCapsTheDerivedThreshold: a dependency whose client bounds
+// every call (SetCallBudget: an MCP server's operation budget) has its
+// derived slowness threshold capped by that budget, as a policy call
+// timeout caps it: a call still out at the budget has already failed.
+func TestCallBudgetCapsTheDerivedThreshold(t *testing.T) {
+	clk, _, b := newBreaker(t, registry.Policy{})
+	set := func(d time.Duration) { clk.Set(t0.Add(d)) }
+	replayLatencies(t, b, set, time.Second, 30*time.Minute, func() time.Duration { return 20 * time.Second })
+	before := b.ContainCounts().SlowThreshold
+	if before <= 45*time.Second {
+		t.Fatalf("threshold %v: the replay should derive one above the 45s budget (ceiling %v)", before, registry.MaxDerivedSlowInFlight)
+	}
+	b.SetCallBudget(45 * time.Second)
+	if got := b.ContainCounts().SlowThreshold; got != 45*time.Second {
+		t.Fatalf("threshold after SetCallBudget(45s) = %v (was %v), want 45s", got, before)
+	}
+}

@@ -82,7 +82,10 @@ type contain struct {
 	derive    bool          // slow, with a derived threshold (latency samples)
 	fixed     time.Duration // fixed threshold; 0: derived
 	factor    float64       // derived threshold = factor × healthy latency
-	ceiling   time.Duration // the derived threshold's cap
+	ceiling   time.Duration // Guarded by mu (after newContain): the derived threshold's cap
+	// baseCeiling is the cap the policy gives (its call timeout, or
+	// MaxDerivedSlowInFlight); SetCallBudget lowers ceiling from it.
+	baseCeiling time.Duration
 	tripAt    int           // outstanding slow calls that trip
 
 	word    atomic.Uint64 // see the wordXxx constants
@@ -143,6 +146,7 @@ func newContain(p *Policy) *contain {
 		// have every call judged slow (TestSlowButHealthyUnderTheCallTimeout).
 		c.ceiling = max(MinSlowInFlight, p.CallTimeout)
 	}
+	c.baseCeiling = c.ceiling
 	c.thrNanos.Store(int64(c.fixed))
 	if p.CountWindow > 0 {
 		c.ring = &countRing{buf: make([]bool, p.CountWindow)}
@@ -532,18 +536,45 @@ func (b *Breaker) checkSlow() bool {
 func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, true) }
 
 // probeTimeout is how long a half-open probe may take before it counts as
-// failed: the probe lease, shortened to the call timeout and the slowness
-// threshold when they are set. retry_after while a probe is out is measured
-// against it.
+// failed: the probe lease, shortened to the call timeout, the client's call
+// budget (SetCallBudget) and the slowness threshold when they are set.
+// retry_after while a probe is out is measured against it.
 func (b *Breaker) probeTimeout() time.Duration {
 	d := b.pol.ProbeLease
 	if b.pol.CallTimeout > 0 {
 		d = min(d, b.pol.CallTimeout)
 	}
+	if bud := time.Duration(b.budget.Load()); bud > 0 {
+		d = min(d, bud)
+	}
 	if thr := b.ct.threshold(); thr > 0 {
 		d = min(d, thr)
 	}
 	return d
+}
+
+// SetCallBudget records that the dependency's client ends every call it
+// makes through this breaker within d, whatever the dependency does (an MCP
+// server's OperationBudget: mcpguard sets it). The breaker then treats d as
+// Policy.CallTimeout is treated where the policy leaves it unset or longer:
+// a half-open probe that has not answered by d has failed, retry_after
+// while a probe is out never exceeds it, and a derived slowness threshold
+// is capped by it. A d ≤ 0 is ignored; a later call replaces an earlier one.
+func (b *Breaker) SetCallBudget(d time.Duration) {
+	if d <= 0 {
+		return
+	}
+	b.budget.Store(int64(d))
+	c := b.ct
+	if c == nil || !c.slow {
+		return
+	}
+	c.mu.Lock()
+	c.ceiling = max(MinSlowInFlight, min(c.baseCeiling, d))
+	if c.fixed == 0 && c.samples.Load() >= minLatencySamples {
+		c.thrNanos.Store(int64(c.derivedLocked()))
+	}
+	c.mu.Unlock()
 }
 
 // shouldTrip is gobreaker's ReadyToTrip: consecutive failures (unless

@@ -266,17 +266,21 @@ func TestConsecutiveGateOff(t *testing.T) {
 // hanging probe fails at that timeout.
 func TestProbeTimeoutBoundsRetryAfter(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		pol  registry.Policy
-		want time.Duration
+		name   string
+		pol    registry.Policy
+		budget time.Duration // Breaker.SetCallBudget, if set
+		want   time.Duration
 	}{
-		{"lease", registry.Policy{DisableSlowInFlight: true}, 60 * time.Second},
-		{"call_timeout", registry.Policy{CallTimeout: 5 * time.Second, DisableSlowInFlight: true}, 5 * time.Second},
-		{"slow_in_flight", registry.Policy{CallTimeout: 5 * time.Second, SlowInFlight: 2 * time.Second}, 2 * time.Second},
+		{"lease", registry.Policy{DisableSlowInFlight: true}, 0, 60 * time.Second},
+		{"call_timeout", registry.Policy{CallTimeout: 5 * time.Second, DisableSlowInFlight: true}, 0, 5 * time.Second},
+		{"slow_in_flight", registry.Policy{CallTimeout: 5 * time.Second, SlowInFlight: 2 * time.Second}, 0, 2 * time.Second},
+		{"client_budget", registry.Policy{DisableSlowInFlight: true}, 45 * time.Second, 45 * time.Second},
+		{"call_timeout_under_budget", registry.Policy{CallTimeout: 5 * time.Second, DisableSlowInFlight: true}, 45 * time.Second, 5 * time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tc.pol.NoJitter = true
 			clk, r, b := newBreaker(t, tc.pol)
+			b.SetCallBudget(tc.budget)
 			rec := record(t, r)
 			trip(t, b)
 			clk.Advance(31 * time.Second)
