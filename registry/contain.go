@@ -82,11 +82,11 @@ type contain struct {
 	derive    bool          // slow, with a derived threshold (latency samples)
 	fixed     time.Duration // fixed threshold; 0: derived
 	factor    float64       // derived threshold = factor × healthy latency
-	ceiling   time.Duration // Guarded by mu (after newContain): the derived threshold's cap
-	// baseCeiling is the cap the policy gives (its call timeout, or
-	// MaxDerivedSlowInFlight); SetCallBudget lowers ceiling from it.
-	baseCeiling time.Duration
 	tripAt    int           // outstanding slow calls that trip
+	// baseCeiling is the derived threshold's cap the policy gives (its call
+	// timeout, or MaxDerivedSlowInFlight); ceiling (Guarded by mu) is the
+	// cap in force, lowered from it by Breaker.SetCallBudget.
+	baseCeiling, ceiling time.Duration
 
 	word    atomic.Uint64 // see the wordXxx constants
 	peak    atomic.Uint32

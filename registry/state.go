@@ -121,6 +121,15 @@ func (d Decision) Err(key Key) error {
 // and the retry_after gauge reports -1.
 const UntilReset = time.Duration(math.MaxInt64)
 
+// RetrySeconds is d as gauges and status documents publish a retry_after:
+// seconds, or -1 for UntilReset.
+func RetrySeconds(d time.Duration) float64 {
+	if d == UntilReset {
+		return -1
+	}
+	return d.Seconds()
+}
+
 // Cause says what moved a breaker.
 type Cause uint8
 

@@ -110,7 +110,7 @@ func (h *Handler) Document() Document {
 			State:             s.State.String(),
 			Isolated:          s.Isolated,
 			Since:             s.Since.UTC(),
-			RetryAfterSeconds: retrySeconds(s.RetryAfter),
+			RetryAfterSeconds: registry.RetrySeconds(s.RetryAfter),
 			Counts: Counts{
 				Requests: s.Counts.Requests, Successes: s.Counts.Successes, Failures: s.Counts.Failures,
 				Exclusions: s.Counts.Exclusions, ConsecutiveFailures: s.Counts.ConsecutiveFailures,
@@ -199,9 +199,3 @@ func (h *Handler) serveHealth(w http.ResponseWriter, r *http.Request) {
 }
 
 // retrySeconds is a retry delay in seconds: -1 for registry.UntilReset.
-func retrySeconds(d time.Duration) float64 {
-	if d == registry.UntilReset {
-		return -1
-	}
-	return d.Seconds()
-}

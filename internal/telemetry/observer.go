@@ -2,7 +2,6 @@ package telemetry
 
 import (
 	"context"
-	"time"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -42,7 +41,7 @@ func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortC
 		attribute.String(SpanDependency, string(ev.Dependency)),
 		attribute.String(SpanReason, string(ev.Reason)),
 		attribute.String(SpanState, ev.State.String()),
-		attribute.Float64(SpanRetryAfter, retrySeconds(ev.RetryAfter)),
+		attribute.Float64(SpanRetryAfter, registry.RetrySeconds(ev.RetryAfter)),
 		attribute.Int(SpanThisTurn, ev.ThisTurn),
 		attribute.Bool(SpanTerminal, ev.Terminal),
 		attribute.String(SpanTool, ev.Tool),
@@ -95,12 +94,6 @@ func mkTurnSet(r callbacks.TurnEndReason) []metric.AddOption {
 
 // retrySeconds is a retry delay in seconds for gauges and span attributes:
 // -1 for registry.UntilReset (an isolated dependency has no retry time).
-func retrySeconds(d time.Duration) float64 {
-	if d == registry.UntilReset {
-		return -1
-	}
-	return d.Seconds()
-}
 
 // OutcomeMismatch counts a failed tool call that the plugin's after-tool
 // callback was shown as a success (a plugin registered ahead of adkbreaker

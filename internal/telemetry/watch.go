@@ -77,7 +77,7 @@ func (in *Instrumentation) watchMetrics(reg *registry.Registry) (stop func()) {
 				opt = mkDepSet(st.Key)
 			}
 			o.ObserveInt64(in.state, int64(st.State), opt)
-			o.ObserveFloat64(in.retryAfter, retrySeconds(st.RetryAfter), opt)
+			o.ObserveFloat64(in.retryAfter, registry.RetrySeconds(st.RetryAfter), opt)
 			sets, ok := in.callSets.get(st.Key, mkCallSets)
 			if !ok {
 				sets = mkCallSets(st.Key)
@@ -157,7 +157,7 @@ func (in *Instrumentation) watchSpans(reg *registry.Registry) (stop func()) {
 			attribute.Int64(SpanSeq, int64(t.Seq)),
 		}
 		if t.To == registry.StateOpen {
-			attrs = append(attrs, attribute.Float64(SpanRetryAfter, retrySeconds(t.RetryAfter)))
+			attrs = append(attrs, attribute.Float64(SpanRetryAfter, registry.RetrySeconds(t.RetryAfter)))
 		}
 		opts := []trace.SpanStartOption{trace.WithNewRoot(), trace.WithSpanKind(trace.SpanKindInternal), trace.WithAttributes(attrs...)}
 		if !t.At.IsZero() {
