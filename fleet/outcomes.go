@@ -225,11 +225,7 @@ func (f *Fleet) sharer() {
 func (f *Fleet) share() {
 	now := f.clock.Now()
 	var m outcomes
-	for _, k := range f.reg.Keys() {
-		b, ok := f.reg.Lookup(k)
-		if !ok {
-			continue
-		}
+	for k, b := range f.reg.All() {
 		w := &f.depFor(k).win
 		w.mu.Lock()
 		rep := b.Fresh()

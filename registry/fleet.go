@@ -1,6 +1,9 @@
 package registry
 
 import (
+	"iter"
+	"maps"
+	"slices"
 	"sync/atomic"
 	"time"
 )
@@ -175,12 +178,14 @@ func (b *Breaker) AdoptReset() bool { return b.reset(CauseFleetReset, true) }
 
 // Keys returns the keys of every breaker that exists, in no order.
 func (r *Registry) Keys() []Key {
-	m := *r.breakers.Load()
-	out := make([]Key, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	return out
+	return slices.Collect(maps.Keys(*r.breakers.Load()))
+}
+
+// All yields every breaker that exists with its key, in no set order,
+// without copying the registry's table (loops that run every few
+// milliseconds use it; Keys allocates).
+func (r *Registry) All() iter.Seq2[Key, *Breaker] {
+	return maps.All(*r.breakers.Load())
 }
 
 // gateSlot is embedded in Registry.

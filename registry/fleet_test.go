@@ -220,3 +220,33 @@ func TestAdoptOperatorActions(t *testing.T) {
 		t.Error("fleet cause names")
 	}
 }
+
+// TestAllYieldsEveryBreakerWithoutAllocating: All walks the registry's
+// table as it is (the fleet's outcome loop runs it every 50 ms).
+func TestAllYieldsEveryBreakerWithoutAllocating(t *testing.T) {
+	r := registry.MustNew()
+	want := map[registry.Key]bool{"a": true, "b": true, "c": true}
+	for k := range want {
+		if _, err := r.Get(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := map[registry.Key]bool{}
+	for k, b := range r.All() {
+		if b.Key() != k {
+			t.Fatalf("All yielded %q with the breaker of %q", k, b.Key())
+		}
+		got[k] = true
+	}
+	if len(got) != len(want) {
+		t.Fatalf("All yielded %v, want %v", got, want)
+	}
+	n := 0
+	if allocs := testing.AllocsPerRun(100, func() {
+		for range r.All() {
+			n++
+		}
+	}); allocs != 0 {
+		t.Fatalf("All allocates %v times per walk", allocs)
+	}
+}
