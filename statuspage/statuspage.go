@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/url"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -86,7 +87,7 @@ type Handler struct {
 	closeOnce   sync.Once
 
 	mu      sync.Mutex
-	ring    []registry.Transition // recent transitions, oldest first
+	ring    history // recent transitions
 	streams map[chan struct{}]struct{}
 
 	nstreams atomic.Int64
@@ -131,7 +132,7 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}}
+	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}, ring: history{limit: o.history}}
 	h.actions.refusedLog = loglimit.New(time.Minute, 1)
 	if o.actions {
 		h.token = sha256.Sum256([]byte(o.token))
@@ -150,14 +151,28 @@ func (h *Handler) Close() error {
 	return nil
 }
 
+// slashRedirect returns where a request for the page without its trailing
+// slash is sent: the request's own path, escaped, with the slash. Only the
+// path is kept — a request line in absolute form ("GET http://host/x")
+// must not turn the redirect into one to another host, nor a path starting
+// "//" into a protocol-relative one. ok is false for a request with a query
+// (served as is) or one whose request URI does not parse.
+func slashRedirect(requestURI string) (loc string, ok bool) {
+	u, err := url.ParseRequestURI(requestURI)
+	if err != nil || u.RawQuery != "" || u.ForceQuery {
+		return "", false
+	}
+	p := u.EscapedPath()
+	if p == "" || strings.HasSuffix(p, "/") {
+		return "", false
+	}
+	return "/" + strings.TrimLeft(p, "/") + "/", true
+}
+
 // observe records a transition and wakes every event stream.
 func (h *Handler) observe(t registry.Transition) {
 	h.mu.Lock()
-	if len(h.ring) == h.o.history {
-		copy(h.ring, h.ring[1:])
-		h.ring = h.ring[:len(h.ring)-1]
-	}
-	h.ring = append(h.ring, t)
+	h.ring.add(t)
 	for ch := range h.streams {
 		select {
 		case ch <- struct{}{}:
@@ -170,7 +185,30 @@ func (h *Handler) observe(t registry.Transition) {
 func (h *Handler) transitions() []registry.Transition {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return append([]registry.Transition(nil), h.ring...)
+	return h.ring.appendTo(nil)
+}
+
+// history keeps the newest transitions, up to its capacity, in a ring:
+// recording one is O(1) however long the history.
+type history struct {
+	buf   []registry.Transition // grows to cap, then wraps
+	next  int                   // where the next transition goes once full
+	limit int
+}
+
+func (r *history) add(t registry.Transition) {
+	if len(r.buf) < r.limit {
+		r.buf = append(r.buf, t)
+		return
+	}
+	r.buf[r.next] = t
+	r.next = (r.next + 1) % r.limit
+}
+
+// appendTo appends the transitions to dst, oldest first.
+func (r *history) appendTo(dst []registry.Transition) []registry.Transition {
+	dst = append(dst, r.buf[r.next:]...)
+	return append(dst, r.buf[:r.next]...)
 }
 
 // ServeHTTP routes the request; see the package documentation.
@@ -181,8 +219,8 @@ func (h *Handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		if r.URL.Path == "" && r.RequestURI != "" && !strings.HasSuffix(r.RequestURI, "/") {
 			// Mounted with StripPrefix and reached without the trailing
 			// slash: the page's relative links need it.
-			if i := strings.IndexByte(r.RequestURI, '?'); i < 0 {
-				http.Redirect(w, r, r.RequestURI+"/", http.StatusMovedPermanently)
+			if loc, ok := slashRedirect(r.RequestURI); ok {
+				http.Redirect(w, r, loc, http.StatusMovedPermanently)
 				return
 			}
 		}
