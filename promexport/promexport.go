@@ -19,7 +19,9 @@ package promexport
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
@@ -43,7 +45,31 @@ type config struct {
 	runtime  bool
 	exporter []otelprom.Option
 	provider []sdkmetric.Option
+	inFlight int
+	timeout  time.Duration
 }
+
+// Defaults of the endpoint's own limits.
+const (
+	// DefaultMaxRequestsInFlight is how many scrapes are served at once;
+	// more are answered 503 at once. Prometheus servers scrape a target one
+	// request at a time; a handful covers an HA pair and a person with curl.
+	DefaultMaxRequestsInFlight = 4
+	// DefaultScrapeTimeout is how long one scrape may take before it is
+	// answered 503 (Prometheus's own scrape timeout defaults to 10s).
+	DefaultScrapeTimeout = 10 * time.Second
+)
+
+// WithMaxRequestsInFlight limits the scrapes served at once (n ≥ 1); the
+// next one is answered 503 Service Unavailable without gathering. If not
+// given, DefaultMaxRequestsInFlight. The endpoint is often reachable by
+// more than Prometheus: the limit keeps a burst of requests from making
+// the agent's process gather metrics in parallel without bound.
+func WithMaxRequestsInFlight(n int) Option { return func(c *config) { c.inFlight = n } }
+
+// WithScrapeTimeout bounds one scrape (d > 0): past it the request is
+// answered 503. If not given, DefaultScrapeTimeout.
+func WithScrapeTimeout(d time.Duration) Option { return func(c *config) { c.timeout = d } }
 
 // WithGoRuntime adds the Go runtime and process collectors
 // (go_goroutines, process_cpu_seconds_total, ...) to the endpoint.
@@ -62,11 +88,21 @@ func WithProviderOptions(opts ...sdkmetric.Option) Option {
 	return func(c *config) { c.provider = append(c.provider, opts...) }
 }
 
-// New builds an Exporter.
+// New builds an Exporter. Invalid options are reported together.
 func New(opts ...Option) (*Exporter, error) {
-	var c config
+	c := config{inFlight: DefaultMaxRequestsInFlight, timeout: DefaultScrapeTimeout}
 	for _, o := range opts {
 		o(&c)
+	}
+	var bad []error
+	if c.inFlight < 1 {
+		bad = append(bad, fmt.Errorf("promexport: max requests in flight must be at least 1, got %d", c.inFlight))
+	}
+	if c.timeout <= 0 {
+		bad = append(bad, fmt.Errorf("promexport: scrape timeout must be positive, got %v", c.timeout))
+	}
+	if err := errors.Join(bad...); err != nil {
+		return nil, err
 	}
 	reg := prometheus.NewRegistry()
 	if c.runtime {
@@ -85,7 +121,9 @@ func New(opts ...Option) (*Exporter, error) {
 	return &Exporter{
 		reg: reg,
 		mp:  mp,
-		h:   promhttp.HandlerFor(reg, promhttp.HandlerOpts{ErrorHandling: promhttp.ContinueOnError}),
+		h: promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+			ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: c.inFlight, Timeout: c.timeout,
+		}),
 	}, nil
 }
 
