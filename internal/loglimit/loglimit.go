@@ -16,8 +16,9 @@ import (
 
 // MaxKeys bounds a Limiter's memory. Keys come from closed sets
 // (dependencies, which the registry caps, endpoints, reasons), so the bound
-// only guards against misuse: past it, every key's window is forgotten
-// rather than the table grown.
+// only guards against misuse: past it, windows that are over and owe no
+// "suppressed" count are forgotten first, and every window only when most
+// are live, rather than the table grown.
 const MaxKeys = 4096
 
 // Limiter allows up to burst lines per key in each period: a fixed window
@@ -54,7 +55,7 @@ func (l *Limiter) Allow(key string, now time.Time) (ok bool, suppressed int) {
 	w := l.keys[key]
 	if w == nil {
 		if len(l.keys) >= MaxKeys {
-			clear(l.keys)
+			l.sweep(now)
 		}
 		w = &window{start: now}
 		l.keys[key] = w
@@ -69,4 +70,18 @@ func (l *Limiter) Allow(key string, now time.Time) (ok bool, suppressed int) {
 	w.n++
 	suppressed, w.suppressed = w.suppressed, 0
 	return true, suppressed
+}
+
+// sweep makes room in a full table. Windows that are over and owe no
+// "suppressed" count carry nothing and go first; only when most keys are
+// live is the table cleared, losing what they owed.
+func (l *Limiter) sweep(now time.Time) {
+	for k, w := range l.keys {
+		if w.suppressed == 0 && (now.Sub(w.start) >= l.period || now.Before(w.start)) {
+			delete(l.keys, k)
+		}
+	}
+	if len(l.keys) >= MaxKeys*3/4 {
+		clear(l.keys)
+	}
 }
