@@ -62,8 +62,9 @@ func FromConfig(reg *registry.Registry, f *config.File, opts ...Option) (*Guard,
 func (g *Guard) scrubSecrets(byServer map[string][]string) {
 	var all []string
 	for _, s := range g.servers {
+		s.secrets = byServer[s.cfg.Name]
 		if s.tel != nil {
-			s.tel.secrets = byServer[s.cfg.Name]
+			s.tel.secrets = s.secrets
 		}
 		all = append(all, byServer[s.cfg.Name]...)
 	}

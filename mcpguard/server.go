@@ -13,19 +13,23 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // server is one guarded MCP server.
 type server struct {
-	g     *Guard
-	cfg   Server // defaults applied
-	br    *registry.Breaker
-	conn  *conn
-	rb    *retryBudget
-	allow map[string]bool // nil: every tool
-	idem  map[string]bool
-	h     health
+	g *Guard
+	// secrets are the server's header values (FromConfig), removed from
+	// any text a log line or span carries.
+	secrets []string
+	cfg     Server // defaults applied
+	br      *registry.Breaker
+	conn    *conn
+	rb      *retryBudget
+	allow   map[string]bool // nil: every tool
+	idem    map[string]bool
+	h       health
 	// callsFailing is set while the server's last counted tools/call failed:
 	// a discovery then proves only that the server is reachable, and is
 	// reported excluded, so that it neither closes a breaker that calls
@@ -456,10 +460,13 @@ func (s *server) logAttrs(o *op, e *Error) []any {
 		attrs = append(attrs, "retry_after", e.RetryAfter)
 	}
 	if e.Cause != nil {
-		attrs = append(attrs, "cause", printable(e.Cause.Error(), maxLogPayload))
+		// As on spans: the server's credentials scrubbed from the whole
+		// text before it is cut (a cut value would no longer match), then
+		// redact.Text, since a cause can quote a URL with its key.
+		attrs = append(attrs, "cause", redact.Text(scrub(e.Cause.Error(), s.secrets), maxLogPayload))
 	}
 	if e.payload != "" {
-		attrs = append(attrs, "payload", e.payload)
+		attrs = append(attrs, "payload", redact.Text(scrub(e.payload, s.secrets), maxLogPayload))
 	}
 	return attrs
 }
