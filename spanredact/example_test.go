@@ -35,6 +35,6 @@ func ExampleRedactor_Exporter() {
 		fmt.Printf("%s = %s\n", kv.Key, kv.Value.Emit())
 	}
 	// Output:
-	// gcp.vertex.agent.tool_call_args = {"api_key":"[redacted]","query":"acme","url":"[redacted]"}
+	// gcp.vertex.agent.tool_call_args = {"query":"acme","api_key":"[redacted]","url":"[redacted]"}
 	// gcp.vertex.agent.tool_response = hmac-sha256:985c3b8278e0161b
 }

@@ -1,7 +1,6 @@
 package spanredact
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 )
@@ -20,33 +19,14 @@ func TestJSONRedactionIsNoWeakerThanText(t *testing.T) {
 		`{"private-key": "hunter2hunter2"}`, `{"userPin": 4711}`, `{"x-auth": "hunter2hunter2"}`,
 		`{"otp": 123456}`,
 	} {
-		out := r.walk(mustJSON(t, in), 0)
-		if s := toJSON(t, out); strings.Contains(s, "hunter2") || strings.Contains(s, "98765432") ||
+		if s := r.sanitise(in); strings.Contains(s, "hunter2") || strings.Contains(s, "98765432") ||
 			strings.Contains(s, "4711") || strings.Contains(s, "123456") {
 			t.Errorf("%s → %s: credential kept", in, s)
 		}
 	}
 	for _, in := range []string{`{"author": "Jane Doe"}`, `{"shipping": "express"}`, `{"max_tokens": 100}`, `{"spinner": 3}`} {
-		if s := toJSON(t, r.walk(mustJSON(t, in), 0)); strings.Contains(s, "[redacted]") {
+		if s := r.sanitise(in); strings.Contains(s, "[redacted]") {
 			t.Errorf("%s → %s: an ordinary member was redacted", in, s)
 		}
 	}
-}
-
-func mustJSON(t *testing.T, s string) any {
-	t.Helper()
-	var v any
-	if err := json.Unmarshal([]byte(s), &v); err != nil {
-		t.Fatal(err)
-	}
-	return v
-}
-
-func toJSON(t *testing.T, v any) string {
-	t.Helper()
-	b, err := json.Marshal(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return string(b)
 }

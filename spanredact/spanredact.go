@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"hash"
+	"io"
+	"strconv"
 	"strings"
 	"unicode"
 
@@ -335,11 +337,8 @@ func (r *Redactor) hash(s string) string {
 func (r *Redactor) sanitise(s string) string {
 	t := strings.TrimSpace(s)
 	if len(t) > 1 && (t[0] == '{' || t[0] == '[') {
-		var v any
-		if json.Unmarshal([]byte(t), &v) == nil {
-			if b, err := json.Marshal(r.walk(v, 0)); err == nil {
-				return redact.Printable(string(b), r.limit)
-			}
+		if out, ok := r.sanitiseJSON(t); ok {
+			return out
 		}
 	}
 	return redact.Text(s, r.limit)
@@ -348,33 +347,155 @@ func (r *Redactor) sanitise(s string) string {
 // maxDepth bounds the JSON walk; deeper values are replaced whole.
 const maxDepth = 32
 
-func (r *Redactor) walk(v any, depth int) any {
-	if depth > maxDepth {
-		return redacted
+// sanitiseJSON re-emits the JSON document t in its own order, leaf by leaf:
+// member names and strings through redact.Text, a credential-named member's
+// value replaced whole (see credentialValue), numbers, booleans and null
+// as they are, values deeper than maxDepth replaced whole. It reads t as a
+// stream and stops once the output is past the limit, so that a span
+// attribute of megabytes (a whole LLM request) costs what its first few
+// kilobytes cost, in span.End on the call path. ok is false when t turns
+// out not to be one JSON value before that point: the caller treats it as
+// text. Every byte of the output comes from a sanitised token, so an early
+// stop leaves nothing unsanitised.
+func (r *Redactor) sanitiseJSON(t string) (out string, ok bool) {
+	dec := json.NewDecoder(strings.NewReader(t))
+	dec.UseNumber()
+	var b strings.Builder
+	type frame struct {
+		object  bool
+		n       int  // members or elements written
+		inValue bool // object: the member name is written, its value is next
 	}
-	switch x := v.(type) {
-	case string:
-		return redact.Text(x, r.limit)
-	case map[string]any:
-		out := make(map[string]any, len(x))
-		for k, e := range x {
-			name := redact.Text(k, 128)
-			if sensitiveName(k) && (!scalar(e) || secretNumber(k, e)) {
-				out[name] = redacted
+	var stack []frame
+	// wrote ends a value: the enclosing container counts it.
+	wrote := func() {
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			top.n++
+			top.inValue = false
+		}
+	}
+	stop := r.limit + 64
+	for b.Len() <= stop {
+		tok, err := dec.Token()
+		if err == io.EOF && len(stack) == 0 && b.Len() > 0 {
+			break
+		}
+		if err != nil {
+			return "", false
+		}
+		if len(stack) == 0 && b.Len() > 0 {
+			return "", false // more than one value
+		}
+		if d, isDelim := tok.(json.Delim); isDelim && (d == '}' || d == ']') {
+			stack = stack[:len(stack)-1]
+			b.WriteByte(byte(d))
+			wrote()
+			continue
+		}
+		if len(stack) > 0 {
+			top := &stack[len(stack)-1]
+			if top.object && !top.inValue {
+				name, _ := tok.(string)
+				if top.n > 0 {
+					b.WriteByte(',')
+				}
+				writeString(&b, redact.Text(name, 128))
+				b.WriteByte(':')
+				if !sensitiveName(name) {
+					top.inValue = true
+					continue
+				}
+				// A credential-named member: its value is read whole and
+				// replaced or kept (credentialValue).
+				var raw json.RawMessage
+				if err := dec.Decode(&raw); err != nil {
+					return "", false
+				}
+				b.WriteString(credentialValue(name, raw))
+				wrote()
 				continue
 			}
-			out[name] = r.walk(e, depth+1)
+			if !top.object && top.n > 0 {
+				b.WriteByte(',')
+			}
 		}
-		return out
-	case []any:
-		out := make([]any, len(x))
-		for i, e := range x {
-			out[i] = r.walk(e, depth+1)
+		d, isDelim := tok.(json.Delim) // '{' or '[' here
+		if len(stack) > maxDepth {
+			// Too deep: the value is replaced whole, a container read past
+			// without being written.
+			if isDelim && !skipContainer(dec) {
+				return "", false
+			}
+			writeString(&b, redacted)
+			wrote()
+			continue
 		}
-		return out
-	default:
-		return v // numbers, booleans, null
+		if isDelim {
+			stack = append(stack, frame{object: d == '{'})
+			b.WriteByte(byte(d))
+			continue
+		}
+		switch x := tok.(type) {
+		case string:
+			writeString(&b, redact.Text(x, r.limit))
+		case json.Number:
+			b.WriteString(x.String())
+		case bool:
+			b.WriteString(strconv.FormatBool(x))
+		case nil:
+			b.WriteString("null")
+		}
+		if len(stack) == 0 {
+			return "", false // a bare scalar: sanitise passes only '{' or '['
+		}
+		wrote()
 	}
+	return redact.Printable(b.String(), r.limit), true
+}
+
+// credentialValue is what a credential-named member's value becomes: a
+// container or a non-empty string is replaced whole (its content alone may
+// not look like a secret: "hunter2"), as is a number under a name that
+// makes numbers secret (a PIN, a numeric password); booleans, null, an
+// empty string and other numbers ("max_tokens": 100) stay.
+func credentialValue(name string, raw json.RawMessage) string {
+	v := strings.TrimSpace(string(raw))
+	switch {
+	case v == "true" || v == "false" || v == "null" || v == `""`:
+		return v
+	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
+		if secretNumberName(name) {
+			return `"` + redacted + `"`
+		}
+		return v
+	}
+	return `"` + redacted + `"`
+}
+
+// skipContainer reads past the rest of a container whose opening delimiter
+// was just read. It reports false on a decoding error.
+func skipContainer(dec *json.Decoder) bool {
+	for depth := 1; depth > 0; {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		if d, ok := tok.(json.Delim); ok {
+			if d == '{' || d == '[' {
+				depth++
+			} else {
+				depth--
+			}
+		}
+	}
+	return true
+}
+
+// writeString writes s as a JSON string, escaped as encoding/json does.
+func writeString(b *strings.Builder, s string) {
+	q, _ := json.Marshal(s) // a string always marshals
+	b.Write(q)
 }
 
 const redacted = "[redacted]"
@@ -397,12 +518,9 @@ var credentialWords = []string{"auth", "pin", "otp"}
 // number is a count or a limit ("max_tokens": 100) and stays.
 var numericSecretNames = []string{"password", "passwd", "pwd", "secret", "passcode"}
 
-// secretNumber reports whether v is a number under a name that makes it a
+// secretNumberName reports whether a number under the member name is a
 // secret.
-func secretNumber(name string, v any) bool {
-	if _, ok := v.(float64); !ok {
-		return false
-	}
+func secretNumberName(name string) bool {
 	n := strings.ToLower(name)
 	for _, c := range numericSecretNames {
 		if strings.Contains(n, c) {
@@ -435,16 +553,6 @@ func hasWord(name, w string) bool {
 // scalar reports whether v is a JSON number, boolean, null or empty string:
 // a credential name's value is replaced unless it is one ("max_tokens": 100
 // stays).
-func scalar(v any) bool {
-	switch x := v.(type) {
-	case float64, bool, nil:
-		return true
-	case string:
-		return x == ""
-	}
-	return false
-}
-
 func sensitiveName(k string) bool {
 	for _, w := range credentialWords {
 		if hasWord(k, w) {
