@@ -48,7 +48,7 @@ func TestSmallJSONStaysValid(t *testing.T) {
 		` [ {} , [ ] , 1.50e3 ] `: `[{},[],1.50e3]`,
 		`{"":{"":""}}`:            `{"":{"":""}}`,
 		`{"a":1} {"b":2}`:         `{"a":1} {"b":2}`, // two values: text
-		`{"a":`:                   `{"a":`,          // cut: text
+		`{"a":`:                   `{"a":`,           // cut: text
 	} {
 		if got := r.sanitise(in); got != want {
 			t.Errorf("sanitise(%s) = %s, want %s", in, got, want)
