@@ -67,7 +67,10 @@ func Printable(s string, limit int) string {
 // Text is a filter, not a proof: a secret it does not recognise (a bare
 // password, a short random string) goes through. Keep secrets out of errors
 // in the first place.
-func Text(s string, limit int) string {
+func Text(s string, limit int) string { return text(s, limit, true) }
+
+// text is Text; prefilter false applies every pattern (the tests' reference).
+func text(s string, limit int, prefilter bool) string {
 	if limit <= 0 {
 		return ""
 	}
@@ -85,6 +88,9 @@ func Text(s string, limit int) string {
 		}
 	}
 	for _, r := range rules {
+		if prefilter && r.need != nil && !r.need(s) {
+			continue
+		}
 		if r.fn != nil {
 			s = r.re.ReplaceAllStringFunc(s, r.fn)
 		} else {
@@ -103,7 +109,7 @@ func Text(s string, limit int) string {
 func Sensitive(s string) bool {
 	s, _ = normalise(s, len(s))
 	for _, r := range rules {
-		if !r.secret {
+		if !r.secret || r.need != nil && !r.need(s) {
 			continue
 		}
 		if r.fn == nil {
@@ -213,6 +219,11 @@ type rule struct {
 	re     *regexp.Regexp
 	with   string
 	fn     func(string) string
+	// need, if set, reports false only when re cannot match s: a cheap
+	// literal test that lets most text skip most patterns (Go's regexp
+	// costs microseconds per pattern even on text it cannot match).
+	// FuzzPrefilter holds every need to that promise.
+	need func(s string) bool
 }
 
 // secretKey names a value that is a secret in key=value and "key": value
@@ -225,31 +236,42 @@ const secretKey = `(?:api[_-]?key|apikey|secret|passw(?:or)?d|pwd|token|auth|cre
 // not require a word boundary before it, so that text glued in front (with
 // an invisible separator dropped) does not hide them.
 var rules = []rule{
-	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted,
+		need: has("PRIVATE KEY-----")},
 	// URLs: with credentials (any scheme), then every web URL.
-	{secret: true, re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted},
-	{re: regexp.MustCompile(`(?i)(?:https?|wss?|ftp)://\S+`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted,
+		need: func(s string) bool { return strings.Contains(s, "://") && strings.Contains(s, "@") }},
+	{re: regexp.MustCompile(`(?i)(?:https?|wss?|ftp)://\S+`), with: Redacted, need: has("://")},
+	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted,
+		need: func(s string) bool { return strings.Contains(s, "@") && strings.Contains(s, ":") }},
 	// Authorization schemes, with or without a space after them.
-	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), fn: authCredential},
+	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), fn: authCredential,
+		need: hasWordFold("bearer", "basic", "token", "negotiate")},
 	// Well-known token shapes.
-	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`ya29\.[0-9A-Za-z_-]{10,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted, need: has("eyJ")},
+	{secret: true, re: regexp.MustCompile(`AIza[0-9A-Za-z_-]{20,}`), with: Redacted, need: has("AIza")},
+	{secret: true, re: regexp.MustCompile(`ya29\.[0-9A-Za-z_-]{10,}`), with: Redacted, need: has("ya29.")},
 	{secret: true, re: regexp.MustCompile(`(?:AKIA|ASIA|ABIA|ACCA|AGPA|AIDA|AIPA|ANPA|ANVA|AROA|APKA)[A-Z0-9]{12,}`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted},
-	{secret: true, re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?:gh[pousr]_|github_pat_)[A-Za-z0-9_]{10,}`), with: Redacted, need: has("_")},
+	{secret: true, re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted, need: has("xox")},
+	{secret: true, re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted,
+		need: func(s string) bool { return strings.Contains(s, "k-") || strings.Contains(s, "k_") }},
 	// key=value, key: value, "key": "value".
-	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted},
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted,
+		need: func(s string) bool {
+			return strings.ContainsAny(s, "=:") && secretKeyWords(s)
+		}},
 	// Long random-looking tokens (AWS secret access keys among them).
-	{secret: true, re: regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`), fn: randomToken},
+	{secret: true, re: regexp.MustCompile(`[A-Za-z0-9+/=_-]{32,}`), fn: randomToken, need: tokenRun},
 	// Addresses: candidates, then parsed; only non-public ones are redacted.
-	{re: regexp.MustCompile(`(?i)\[?(?:[0-9a-f]{0,4}:){2,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f]{1,4})?(?:%[0-9a-z._-]+)?\]?`), fn: internalAddr},
-	{re: regexp.MustCompile(`\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}\b`), fn: internalAddr},
+	{re: regexp.MustCompile(`(?i)\[?(?:[0-9a-f]{0,4}:){2,7}(?:[0-9]{1,3}(?:\.[0-9]{1,3}){3}|[0-9a-f]{1,4})?(?:%[0-9a-z._-]+)?\]?`), fn: internalAddr,
+		need: func(s string) bool { return strings.Count(s, ":") >= 2 }},
+	{re: regexp.MustCompile(`\b[0-9]{1,3}(?:\.[0-9]{1,3}){3}\b`), fn: internalAddr, need: dottedDigits},
 	// Instructions aimed at the model.
-	{re: regexp.MustCompile(`(?i)(?:ignore|disregard|forget|override|bypass)[ ,]*(?:(?:all|any|the|your|of|these|those|my|every|previous|prior|above|earlier|preceding|former|system|developer|original|safety)[ ,]*)*(?:instructions?|directions?|prompts?|rules|guidelines|guardrails)`), with: Removed},
-	{re: regexp.MustCompile(`(?i)system ?prompt|you ?are ?now|new ?instructions?|developer ?mode|jailbreak|system ?override|</? ?(?:system|assistant|user|developer|tool_call|tool|instructions?)\b[^>]{0,40}>`), with: Removed},
+	{need: hasWordFold("ignore", "disregard", "forget", "override", "bypass"), re: regexp.MustCompile(`(?i)(?:ignore|disregard|forget|override|bypass)[ ,]*(?:(?:all|any|the|your|of|these|those|my|every|previous|prior|above|earlier|preceding|former|system|developer|original|safety)[ ,]*)*(?:instructions?|directions?|prompts?|rules|guidelines|guardrails)`), with: Removed},
+	{need: func(s string) bool {
+		return strings.Contains(s, "<") || hasWordFold("prompt", "now", "instruction", "mode", "jailbreak", "override")(s)
+	}, re: regexp.MustCompile(`(?i)system ?prompt|you ?are ?now|new ?instructions?|developer ?mode|jailbreak|system ?override|</? ?(?:system|assistant|user|developer|tool_call|tool|instructions?)\b[^>]{0,40}>`), with: Removed},
 }
 
 // authCredential redacts m, an authorization scheme and what follows it,
@@ -323,3 +345,64 @@ var (
 	sharedSpace = netip.MustParsePrefix("100.64.0.0/10")
 	siteLocal   = netip.MustParsePrefix("fec0::/10") // deprecated, still internal
 )
+
+// Prefilters (rule.need). Each reports false only when its pattern cannot
+// match. Case-insensitive words are looked for in ASCII text only: Go's
+// (?i) also folds the Kelvin sign (U+212A) to k and the long s (U+017F) to
+// s, so text with any non-ASCII byte always goes to the pattern.
+
+// has reports whether s contains lit.
+func has(lit string) func(string) bool {
+	return func(s string) bool { return strings.Contains(s, lit) }
+}
+
+// hasWordFold reports whether s contains one of words (lower-case ASCII),
+// in any case; text that is not all ASCII always does.
+func hasWordFold(words ...string) func(string) bool {
+	return func(s string) bool {
+		for i := 0; i < len(s); i++ {
+			if s[i] >= 0x80 {
+				return true
+			}
+		}
+		lower := strings.ToLower(s) // ASCII: no copy unless s has upper case
+		for _, w := range words {
+			if strings.Contains(lower, w) {
+				return true
+			}
+		}
+		return false
+	}
+}
+
+// secretKeyWords is the prefilter of secretKey: every alternative contains
+// one of these.
+var secretKeyWords = hasWordFold("api", "secret", "passw", "pwd", "token", "auth", "credential", "cookie", "session", "signature", "private")
+
+// tokenRun reports whether s has a run of 32 characters a random token is
+// made of.
+func tokenRun(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '+' || c == '/' || c == '=' || c == '_' || c == '-' {
+			if n++; n >= 32 {
+				return true
+			}
+		} else {
+			n = 0
+		}
+	}
+	return false
+}
+
+// dottedDigits reports whether s has a digit, a dot and a digit in a row
+// (every dotted quad does).
+func dottedDigits(s string) bool {
+	for i := 1; i+1 < len(s); i++ {
+		if s[i] == '.' && '0' <= s[i-1] && s[i-1] <= '9' && '0' <= s[i+1] && s[i+1] <= '9' {
+			return true
+		}
+	}
+	return false
+}
