@@ -91,22 +91,30 @@ func rawClient(t *testing.T, addr string) *redis.Client {
 	return c
 }
 
+// twoReplicasAndChannel starts a redis-server and two replicas (holds of
+// 10s) and returns a raw client, the fleet's key prefix and a function that
+// publishes a message on the fleet's channel behind the replicas' backs.
+func twoReplicasAndChannel(t *testing.T) (a, b *replica, raw *redis.Client, prefix string, send func(string)) {
+	t.Helper()
+	srv := redisServer(t)
+	rs := newReplicas(t, srv.Addr(), 2, testPolicy(10*time.Second))
+	raw = rawClient(t, srv.Addr())
+	prefix = prefixOf(t, rs[0])
+	send = func(msg string) {
+		t.Helper()
+		if err := raw.Publish(context.Background(), prefix+":events", msg).Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return rs[0], rs[1], raw, prefix, send
+}
+
 // TestStaleAndDuplicateMessages: messages replayed, reordered or forged
 // with an old generation never shorten a hold and never reopen a closed
 // breaker; a replica ignores its own ID.
 func TestStaleAndDuplicateMessages(t *testing.T) {
-	srv := redisServer(t)
-	rs := newReplicas(t, srv.Addr(), 2, testPolicy(10*time.Second))
-	a, b := rs[0], rs[1]
-	raw := rawClient(t, srv.Addr())
+	a, b, raw, prefix, send := twoReplicasAndChannel(t)
 	ctx := context.Background()
-	prefix := prefixOf(t, a)
-	send := func(msg string) {
-		t.Helper()
-		if err := raw.Publish(ctx, prefix+":events", msg).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
 	a.fail(t)
 	tr := b.await(t, 5*time.Second, "fleet_open", isCause(registry.CauseFleetOpen))
 	gen := genOf(t, raw, prefix)
@@ -175,18 +183,7 @@ func TestStaleAndDuplicateMessages(t *testing.T) {
 // as stale; the next resync finds the known generation far ahead of the
 // one Redis stores, brings it back and applies the stored decision.
 func TestForgedFutureGenerationIsRepaired(t *testing.T) {
-	srv := redisServer(t)
-	rs := newReplicas(t, srv.Addr(), 2, testPolicy(10*time.Second))
-	a, b := rs[0], rs[1]
-	raw := rawClient(t, srv.Addr())
-	ctx := context.Background()
-	prefix := prefixOf(t, a)
-	send := func(msg string) {
-		t.Helper()
-		if err := raw.Publish(ctx, prefix+":events", msg).Err(); err != nil {
-			t.Fatal(err)
-		}
-	}
+	a, b, _, _, send := twoReplicasAndChannel(t)
 	send(fmtMsg("close", math.MaxUint64, 0, "intruder"))
 	mustGetBreaker(t, b, "marker")
 	send(fmtMsgDep("open", 1, 60000, "intruder", "marker")) // handled after the forged message (pub/sub keeps order)
