@@ -205,9 +205,18 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	h := g.h
 	bd := g.bd.Load() // set by BeforeTool (or BeforeModel) before the call
 	if bd == nil {
-		bd = h.res.lookupTool(g.inner)
+		// The handler's BeforeTool never saw this tool (it binds it first
+		// thing), so none of its callbacks will see this call: an agent
+		// without them, or a runner whose plugin is another handler's (that
+		// one admits and counts the call). Nothing is admitted or refused
+		// here; the tool runs untracked, under its CallTimeout.
+		if bd = h.res.lookupTool(g.inner); bd == nil || bd.br == nil {
+			return g.inner.Run(ctx, args)
+		}
+		res, _, err := g.exec(ctx, args, bd)
+		return res, err
 	}
-	if bd == nil || bd.br == nil {
+	if bd.br == nil {
 		return g.inner.Run(ctx, args) // no breaker: nothing was admitted
 	}
 	call := ctx.FunctionCallID()

@@ -258,3 +258,57 @@ func TestJudgeAfterCallerCancellation(t *testing.T) {
 		}
 	}
 }
+
+// TestGuardedRunUnseenByBeforeToolIsUntracked: a GuardedTool whose handler's
+// BeforeTool never bound it (an agent without the handler's callbacks, or a
+// runner whose plugin is another handler's) runs its tool untracked, as the
+// handler never saw the call: Run neither admits nor refuses it, whatever
+// the dependency's breaker says. A refusal there built its payload from a
+// binding with no payload builder (a nil-pointer panic, which ADK does not
+// recover: it ends the process); an admission there counted a call another
+// handler already counted, and a tool error left an entry nobody removes.
+func TestGuardedRunUnseenByBeforeToolIsUntracked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		open bool
+		err  error
+	}{
+		{name: "open breaker", open: true},
+		{name: "closed breaker, tool error", err: errors.New("upstream 503")},
+		{name: "closed breaker, success"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, obs := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour})
+			br, err := h.Registry().Get("dep") // the dependency's breaker exists (another tool, config, mcpguard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.open {
+				br.Trip(time.Minute, registry.CauseRetryHint)
+			}
+			inner := &hookTool{scriptTool: scriptTool{err: c.err}}
+			gt := h.Guard(inner).(*GuardedTool)
+			var runErr error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("Run panicked: %v", p)
+					}
+				}()
+				_, runErr = gt.Run(&guardCtx{call: "adk-call-1"}, map[string]any{})
+			}()
+			if inner.runs != 1 || runErr != c.err {
+				t.Fatalf("tool runs = %d, err = %v; want the tool run once, untracked, with its own error", inner.runs, runErr)
+			}
+			if got := br.Reported(); got != [3]uint64{} {
+				t.Fatalf("reported = %v: a call the handler never saw was counted", got)
+			}
+			if evs := obs.events(); len(evs) != 0 {
+				t.Fatalf("short-circuits observed = %+v", evs)
+			}
+			if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+				t.Fatalf("pending = %d tickets, %d invocations: left behind by a call no callback will finish", tk, inv)
+			}
+		})
+	}
+}

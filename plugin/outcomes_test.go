@@ -600,3 +600,37 @@ func (c *logCapture) String() string {
 	defer c.mu.Unlock()
 	return c.buf.String()
 }
+
+// TestForeignGuardCountedOnce: an agent's tools guarded explicitly by one
+// handler, run by a plugin built from another handler on the same registry
+// (breaker.New with WithRegistry instead of FromHandler). The plugin admits
+// and counts each call (the guard is not its own); the guard's handler never
+// saw the call, so its Run must neither admit nor count it again, and must
+// leave nothing behind in its handler.
+func TestForeignGuardCountedOnce(t *testing.T) {
+	var guard *callbacks.Handler
+	a := newToolAgent(t, toolAgentSetup{agent: func(h *callbacks.Handler, c *llmagent.Config) {
+		var err error
+		guard, err = breaker.NewHandler(breaker.WithRegistry(h.Registry()), breaker.WithDependency("lookup-api", "lookup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tl := range c.Tools {
+			c.Tools[i] = guard.Guard(tl)
+		}
+	}})
+	a.mode.Store(toolDown)
+	for range 2 {
+		a.turn()
+	}
+	if st, c := a.breaker().State(), a.breaker().Counts(); st != registry.StateClosed || c.Failures != 2 {
+		t.Fatalf("after 2 failing calls: %v, counts %+v; want closed with 2 failures (each call counted once)", st, c)
+	}
+	if tk, inv := guard.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("the guard's handler holds %d tickets, %d invocations after the turns", tk, inv)
+	}
+	a.turn()
+	if st := a.breaker().State(); st != registry.StateOpen {
+		t.Fatalf("after 3 failing calls: %v, want open", st)
+	}
+}
