@@ -223,9 +223,7 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	if s := h.tix.shard(call); !s.empty() {
 		if f, found := s.flagsOf(ctx); found {
 			if f&flagShadow != 0 { // a shadow-mode refusal BeforeTool observed: untracked
-				h.tix.take(ctx, call)
-				res, _, err := g.exec(ctx, args, bd)
-				return res, err
+				return g.runShadow(ctx, args, bd, true)
 			}
 			return g.runPending(ctx, args, bd)
 		}
@@ -236,8 +234,7 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		switch {
 		case d.Shadow:
 			h.observeShadow(ctx, bd, d, ctx.InvocationID())
-			res, _, err := g.exec(ctx, args, bd)
-			return res, err
+			return g.runShadow(ctx, args, bd, false)
 		case !d.Allowed:
 			m, _ := args.(map[string]any)
 			return h.shortCircuit(ctx, bd, d, m), nil
@@ -253,6 +250,30 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		return g.runPending(ctx, args, bd)
 	}
 	return g.runAdmitted(ctx, args, bd, &r)
+}
+
+// runShadow runs, untracked, a call a shadow-mode breaker would have
+// refused (the would-be refusal is observed already). marked says whether
+// BeforeTool left a flagShadow marker for it. A client that consults
+// Registry.Admitted (mcpguard) finds the marker while the tool runs, so that
+// it neither admits the call nor counts a second shadow refusal for it.
+func (g *GuardedTool) runShadow(ctx agent.ToolContext, args any, bd *binding, marked bool) (map[string]any, error) {
+	h, call := g.h, ctx.FunctionCallID()
+	if !bd.br.SelfAdmitting() {
+		if marked {
+			h.tix.take(ctx, call)
+		}
+		res, _, err := g.exec(ctx, args, bd)
+		return res, err
+	}
+	if !marked {
+		marked = h.tix.put(ctx, call, ctx.InvocationID(), registry.Reservation{}, bd, flagGuarded|flagShadow)
+	}
+	res, _, err := g.exec(ctx, args, bd)
+	if marked {
+		h.tix.take(ctx, call)
+	}
+	return res, err
 }
 
 // runAdmitted runs a call Run admitted into r and reports its outcome. A
