@@ -417,9 +417,12 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if !ok {
 			continue
 		}
-		if _, ok := t.(*GuardedTool); ok {
+		if g, ok := t.(*GuardedTool); ok && g.h == h {
 			continue
 		}
+		// Another handler's guard is guarded again: that handler's callbacks
+		// do not see this run (its Run runs the tool untracked), ours must
+		// know that the tool really ran.
 		bd, protected := h.res.protection(t)
 		if !protected {
 			continue

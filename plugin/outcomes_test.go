@@ -633,4 +633,12 @@ func TestForeignGuardCountedOnce(t *testing.T) {
 	if st := a.breaker().State(); st != registry.StateOpen {
 		t.Fatalf("after 3 failing calls: %v, want open", st)
 	}
+	// The plugin guards the foreign guard too: its probe's real success
+	// closes the breaker (an unguarded probe would only be released).
+	a.clk.Advance(31 * time.Second)
+	a.mode.Store(toolUp)
+	a.turn()
+	if st := a.breaker().State(); st != registry.StateClosed {
+		t.Fatalf("after a successful probe through the foreign guard: %v, want closed", st)
+	}
 }
