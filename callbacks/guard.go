@@ -326,6 +326,11 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 // call that needs nothing more from AfterTool (no tool error to compare, no
 // result for the last-good cache) is reported and removed there at once, so
 // AfterTool finds nothing to do.
+//
+// A panicking tool's call is taken out of the table and released as
+// Excluded before the panic goes on, as runAdmitted does: its probe or
+// bulkhead slot is not held until AfterRun (which agent-level use of the
+// callbacks never has).
 func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (map[string]any, error) {
 	h := g.h
 	co := h.callObs
@@ -333,7 +338,15 @@ func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (
 	if co != nil {
 		start = h.clock.Now()
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			tk, _ := h.tix.take(ctx, ctx.FunctionCallID())
+			tk.Report(registry.Excluded, 0)
+		}
+	}()
 	res, o, err := g.exec(ctx, args, bd)
+	returned = true
 	var hint time.Duration
 	keep := err != nil // AfterTool compares what it is shown with the tool's error
 	if keep {

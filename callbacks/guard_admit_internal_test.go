@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/agent"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // scObserver records short-circuit events.
@@ -308,6 +309,68 @@ func TestGuardedRunUnseenByBeforeToolIsUntracked(t *testing.T) {
 			}
 			if tk, inv := h.Pending(); tk != 0 || inv != 0 {
 				t.Fatalf("pending = %d tickets, %d invocations: left behind by a call no callback will finish", tk, inv)
+			}
+		})
+	}
+}
+
+// TestGuardedPendingRunPanicReleasesItsCall: a guarded call whose admission
+// sits in the pending table (a half-open probe BeforeTool admitted, or a
+// call of a self-admitting client such as mcpguard) is released as Excluded
+// when its tool panics, as one admitted on Run's stack is: the probe slot or
+// bulkhead slot is free again at once, without waiting for an AfterRun that
+// agent-level use never has.
+func TestGuardedPendingRunPanicReleasesItsCall(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		prep func(t *testing.T, br *registry.Breaker, clk *registrytest.FakeClock)
+	}{
+		{name: "self-admitting, bulkhead", prep: func(_ *testing.T, br *registry.Breaker, _ *registrytest.FakeClock) { br.SetSelfAdmitting() }},
+		{name: "half-open probe", prep: func(t *testing.T, br *registry.Breaker, clk *registrytest.FakeClock) {
+			br.Trip(time.Minute, registry.CauseRetryHint)
+			clk.Advance(2 * time.Minute)
+			if st := br.State(); st != registry.StateHalfOpen {
+				t.Fatalf("state = %v, want half_open", st)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := registrytest.NewFakeClock(time.Unix(1_700_000_000, 0))
+			reg := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 1, HalfOpenProbes: 1, NoJitter: true}))
+			h, err := New(Config{Registry: reg, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			br, err := reg.Get("dep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.prep(t, br, clk)
+			inner := &hookTool{fn: func(agent.ToolContext) { panic("tool bug") }}
+			gt := h.Guard(inner).(*GuardedTool)
+			ctx := &guardCtx{call: "adk-call-1"}
+			if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+				t.Fatalf("short-circuited: %v", r)
+			}
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the panic was swallowed")
+					}
+				}()
+				gt.Run(ctx, nil)
+			}()
+			if n, _ := h.Pending(); n != 0 {
+				t.Fatalf("pending after the panic = %d, want 0", n)
+			}
+			if got := br.ContainCounts().InFlight; got != 0 {
+				t.Fatalf("in flight after the panic = %d, want 0", got)
+			}
+			if got := br.PendingProbes(); got != 0 {
+				t.Fatalf("pending probes after the panic = %d, want 0", got)
+			}
+			if got := br.Reported(); got[0] != 0 || got[1] != 0 {
+				t.Fatalf("reported = %v: a panicking call was counted", got)
 			}
 		})
 	}
