@@ -102,12 +102,16 @@ func (s *guardedToolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 // Unwrap returns the guarded tool.
 func (g *GuardedTool) Unwrap() tool.Tool { return g.inner }
 
-// Unwrap returns the tool inside a GuardedTool, or t itself.
+// Unwrap returns the tool inside a GuardedTool (inside every GuardedTool,
+// when one handler's guard guards another's), or t itself.
 func Unwrap(t tool.Tool) tool.Tool {
-	if g, ok := t.(*GuardedTool); ok {
-		return g.inner
+	for {
+		g, ok := t.(*GuardedTool)
+		if !ok {
+			return t
+		}
+		t = g.inner
 	}
-	return t
 }
 
 // Name returns the tool's name.

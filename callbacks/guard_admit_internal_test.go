@@ -375,3 +375,22 @@ func TestGuardedPendingRunPanicReleasesItsCall(t *testing.T) {
 		})
 	}
 }
+
+// TestUnwrapNestedGuards: one handler's guard around another's (BeforeModel
+// guards a foreign GuardedTool again) unwraps to the tool itself, and both
+// resolve as it.
+func TestUnwrapNestedGuards(t *testing.T) {
+	h1, _ := newAdmitHandler(t, registry.Policy{})
+	h2, _ := newAdmitHandler(t, registry.Policy{})
+	inner := &scriptTool{}
+	nested := h2.Guard(h1.Guard(inner))
+	if g, ok := nested.(*GuardedTool); !ok || g.h != h2 {
+		t.Fatalf("h2.Guard(h1's guard) = %T, want h2's own GuardedTool", nested)
+	}
+	if got := Unwrap(nested); got != inner {
+		t.Fatalf("Unwrap = %T, want the tool itself", got)
+	}
+	if keyOf(nested) != keyOf(inner) {
+		t.Fatalf("keyOf(nested) = %+v, want %+v", keyOf(nested), keyOf(inner))
+	}
+}
