@@ -11,6 +11,7 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/agent/workflowagents/loopagent"
 	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
 	"google.golang.org/adk/plugin/retryandreflect"
@@ -640,5 +641,83 @@ func TestForeignGuardCountedOnce(t *testing.T) {
 	a.turn()
 	if st := a.breaker().State(); st != registry.StateClosed {
 		t.Fatalf("after a successful probe through the foreign guard: %v, want closed", st)
+	}
+}
+
+// TestRunRefusalEscalatesLikeBeforeTool: a refusal decided in a guarded
+// tool's Run (the breaker tripped after the plugin's BeforeTool, here by the
+// agent's own before-tool callback) spends the turn's short-circuit budget
+// as one from BeforeTool does: with a budget of one it escalates, so a
+// LoopAgent stops after this iteration with the plugin's final answer
+// instead of failing its next model call with ErrTurnEnded.
+func TestRunRefusalEscalatesLikeBeforeTool(t *testing.T) {
+	h, err := breaker.NewHandler(breaker.WithDependency("lookup-api", "lookup"), breaker.WithTurnLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := h.Registry().Get("lookup-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	lookup, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "Look a record up."},
+		func(tool.Context, struct{}) (map[string]any, error) {
+			ran.Add(1)
+			return map[string]any{"record": "r1"}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := llmagent.New(llmagent.Config{Name: "worker", Tools: []tool.Tool{lookup},
+		Model: scripted.New("s", func(req *model.LLMRequest) *model.LLMResponse {
+			if scripted.LastResponses(req) != nil {
+				return scripted.Text("partial")
+			}
+			return scripted.CallTools(scripted.Call{Name: "lookup"})
+		}).WithoutLog(),
+		BeforeToolCallbacks: []llmagent.BeforeToolCallback{func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+			br.Trip(time.Minute, registry.CauseRetryHint) // after the plugin's BeforeTool admitted nothing
+			return nil, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{worker}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := breaker.FromHandler(h, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var evs []*session.Event
+	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil {
+			t.Fatalf("run error after %d events: %v (the refusal in Run did not escalate)", len(evs), err)
+		}
+		if evs = append(evs, ev); len(evs) > 50 {
+			t.Fatal("the loop agent is spinning")
+		}
+	}
+	var refusals int
+	for _, fr := range functionResponses(evs) {
+		if _, ok := degrade.Parse(fr.Response); ok {
+			refusals++
+		}
+	}
+	if refusals != 1 || ran.Load() != 0 || !escalated(evs) || endedBy(evs) != "short_circuit_budget" {
+		t.Fatalf("refusals %d, tool runs %d, escalated %v, ended by %q: want one refusal from Run, escalated, the turn ended by the plugin",
+			refusals, ran.Load(), escalated(evs), endedBy(evs))
+	}
+	if c := br.Counts(); c.ShortCircuits != 1 || c.Requests != 0 {
+		t.Fatalf("counts %+v: want the one refusal, nothing admitted", c)
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
 	}
 }
