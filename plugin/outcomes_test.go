@@ -11,7 +11,6 @@ import (
 
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
-	"google.golang.org/adk/agent/workflowagents/loopagent"
 	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
 	"google.golang.org/adk/plugin/retryandreflect"
@@ -682,27 +681,13 @@ func TestRunRefusalEscalatesLikeBeforeTool(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{worker}}})
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := breaker.FromHandler(h, "")
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "l", Agent: loop, SessionService: session.InMemoryService(), AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	evs, err := runLoopOf(t, p, worker)
 	if err != nil {
-		t.Fatal(err)
-	}
-	var evs []*session.Event
-	for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
-		if err != nil {
-			t.Fatalf("run error after %d events: %v (the refusal in Run did not escalate)", len(evs), err)
-		}
-		if evs = append(evs, ev); len(evs) > 50 {
-			t.Fatal("the loop agent is spinning")
-		}
+		t.Fatalf("run error after %d events: %v (the refusal in Run did not escalate)", len(evs), err)
 	}
 	var refusals int
 	for _, fr := range functionResponses(evs) {
