@@ -102,12 +102,16 @@ func (s *guardedToolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 // Unwrap returns the guarded tool.
 func (g *GuardedTool) Unwrap() tool.Tool { return g.inner }
 
-// Unwrap returns the tool inside a GuardedTool, or t itself.
+// Unwrap returns the tool inside a GuardedTool (inside every GuardedTool,
+// when one handler's guard guards another's), or t itself.
 func Unwrap(t tool.Tool) tool.Tool {
-	if g, ok := t.(*GuardedTool); ok {
-		return g.inner
+	for {
+		g, ok := t.(*GuardedTool)
+		if !ok {
+			return t
+		}
+		t = g.inner
 	}
-	return t
 }
 
 // Name returns the tool's name.
@@ -205,18 +209,25 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 	h := g.h
 	bd := g.bd.Load() // set by BeforeTool (or BeforeModel) before the call
 	if bd == nil {
-		bd = h.res.lookupTool(g.inner)
+		// The handler's BeforeTool never saw this tool (it binds it first
+		// thing), so none of its callbacks will see this call: an agent
+		// without them, or a runner whose plugin is another handler's (that
+		// one admits and counts the call). Nothing is admitted or refused
+		// here; the tool runs untracked, under its CallTimeout.
+		if bd = h.res.lookupTool(g.inner); bd == nil || bd.br == nil {
+			return g.inner.Run(ctx, args)
+		}
+		res, _, err := g.exec(ctx, args, bd)
+		return res, err
 	}
-	if bd == nil || bd.br == nil {
+	if bd.br == nil {
 		return g.inner.Run(ctx, args) // no breaker: nothing was admitted
 	}
 	call := ctx.FunctionCallID()
 	if s := h.tix.shard(call); !s.empty() {
 		if f, found := s.flagsOf(ctx); found {
 			if f&flagShadow != 0 { // a shadow-mode refusal BeforeTool observed: untracked
-				h.tix.take(ctx, call)
-				res, _, err := g.exec(ctx, args, bd)
-				return res, err
+				return g.runShadow(ctx, args, bd, true)
 			}
 			return g.runPending(ctx, args, bd)
 		}
@@ -227,8 +238,7 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		switch {
 		case d.Shadow:
 			h.observeShadow(ctx, bd, d, ctx.InvocationID())
-			res, _, err := g.exec(ctx, args, bd)
-			return res, err
+			return g.runShadow(ctx, args, bd, false)
 		case !d.Allowed:
 			m, _ := args.(map[string]any)
 			return h.shortCircuit(ctx, bd, d, m), nil
@@ -244,6 +254,30 @@ func (g *GuardedTool) Run(ctx agent.ToolContext, args any) (map[string]any, erro
 		return g.runPending(ctx, args, bd)
 	}
 	return g.runAdmitted(ctx, args, bd, &r)
+}
+
+// runShadow runs, untracked, a call a shadow-mode breaker would have
+// refused (the would-be refusal is observed already). marked says whether
+// BeforeTool left a flagShadow marker for it. A client that consults
+// Registry.Admitted (mcpguard) finds the marker while the tool runs, so that
+// it neither admits the call nor counts a second shadow refusal for it.
+func (g *GuardedTool) runShadow(ctx agent.ToolContext, args any, bd *binding, marked bool) (map[string]any, error) {
+	h, call := g.h, ctx.FunctionCallID()
+	if !bd.br.SelfAdmitting() {
+		if marked {
+			h.tix.take(ctx, call)
+		}
+		res, _, err := g.exec(ctx, args, bd)
+		return res, err
+	}
+	if !marked {
+		marked = h.tix.put(ctx, call, ctx.InvocationID(), registry.Reservation{}, bd, flagGuarded|flagShadow)
+	}
+	res, _, err := g.exec(ctx, args, bd)
+	if marked {
+		h.tix.take(ctx, call)
+	}
+	return res, err
 }
 
 // runAdmitted runs a call Run admitted into r and reports its outcome. A
@@ -296,6 +330,11 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 // call that needs nothing more from AfterTool (no tool error to compare, no
 // result for the last-good cache) is reported and removed there at once, so
 // AfterTool finds nothing to do.
+//
+// A panicking tool's call is taken out of the table and released as
+// Excluded before the panic goes on, as runAdmitted does: its probe or
+// bulkhead slot is not held until AfterRun (which agent-level use of the
+// callbacks never has).
 func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (map[string]any, error) {
 	h := g.h
 	co := h.callObs
@@ -303,7 +342,15 @@ func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (
 	if co != nil {
 		start = h.clock.Now()
 	}
+	returned := false
+	defer func() {
+		if !returned {
+			tk, _ := h.tix.take(ctx, ctx.FunctionCallID())
+			tk.Report(registry.Excluded, 0)
+		}
+	}()
 	res, o, err := g.exec(ctx, args, bd)
+	returned = true
 	var hint time.Duration
 	keep := err != nil // AfterTool compares what it is shown with the tool's error
 	if keep {
@@ -387,9 +434,12 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if !ok {
 			continue
 		}
-		if _, ok := t.(*GuardedTool); ok {
+		if g, ok := t.(*GuardedTool); ok && g.h == h {
 			continue
 		}
+		// Another handler's guard is guarded again: that handler's callbacks
+		// do not see this run (its Run runs the tool untracked), ours must
+		// know that the tool really ran.
 		bd, protected := h.res.protection(t)
 		if !protected {
 			continue

@@ -10,6 +10,7 @@ import (
 	"google.golang.org/adk/agent"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // scObserver records short-circuit events.
@@ -256,5 +257,140 @@ func TestJudgeAfterCallerCancellation(t *testing.T) {
 		if got := br.Reported(); got != c.want {
 			t.Fatalf("after a cancelled call returning %v: reported = %v, want %v", c.err, got, c.want)
 		}
+	}
+}
+
+// TestGuardedRunUnseenByBeforeToolIsUntracked: a GuardedTool whose handler's
+// BeforeTool never bound it (an agent without the handler's callbacks, or a
+// runner whose plugin is another handler's) runs its tool untracked, as the
+// handler never saw the call: Run neither admits nor refuses it, whatever
+// the dependency's breaker says. A refusal there built its payload from a
+// binding with no payload builder (a nil-pointer panic, which ADK does not
+// recover: it ends the process); an admission there counted a call another
+// handler already counted, and a tool error left an entry nobody removes.
+func TestGuardedRunUnseenByBeforeToolIsUntracked(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		open bool
+		err  error
+	}{
+		{name: "open breaker", open: true},
+		{name: "closed breaker, tool error", err: errors.New("upstream 503")},
+		{name: "closed breaker, success"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			h, obs := newAdmitHandler(t, registry.Policy{OpenFor: time.Hour})
+			br, err := h.Registry().Get("dep") // the dependency's breaker exists (another tool, config, mcpguard)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if c.open {
+				br.Trip(time.Minute, registry.CauseRetryHint)
+			}
+			inner := &hookTool{scriptTool: scriptTool{err: c.err}}
+			gt := h.Guard(inner).(*GuardedTool)
+			var runErr error
+			func() {
+				defer func() {
+					if p := recover(); p != nil {
+						t.Fatalf("Run panicked: %v", p)
+					}
+				}()
+				_, runErr = gt.Run(&guardCtx{call: "adk-call-1"}, map[string]any{})
+			}()
+			if inner.runs != 1 || runErr != c.err {
+				t.Fatalf("tool runs = %d, err = %v; want the tool run once, untracked, with its own error", inner.runs, runErr)
+			}
+			if got := br.Reported(); got != [3]uint64{} {
+				t.Fatalf("reported = %v: a call the handler never saw was counted", got)
+			}
+			if evs := obs.events(); len(evs) != 0 {
+				t.Fatalf("short-circuits observed = %+v", evs)
+			}
+			if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+				t.Fatalf("pending = %d tickets, %d invocations: left behind by a call no callback will finish", tk, inv)
+			}
+		})
+	}
+}
+
+// TestGuardedPendingRunPanicReleasesItsCall: a guarded call whose admission
+// sits in the pending table (a half-open probe BeforeTool admitted, or a
+// call of a self-admitting client such as mcpguard) is released as Excluded
+// when its tool panics, as one admitted on Run's stack is: the probe slot or
+// bulkhead slot is free again at once, without waiting for an AfterRun that
+// agent-level use never has.
+func TestGuardedPendingRunPanicReleasesItsCall(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		prep func(t *testing.T, br *registry.Breaker, clk *registrytest.FakeClock)
+	}{
+		{name: "self-admitting, bulkhead", prep: func(_ *testing.T, br *registry.Breaker, _ *registrytest.FakeClock) { br.SetSelfAdmitting() }},
+		{name: "half-open probe", prep: func(t *testing.T, br *registry.Breaker, clk *registrytest.FakeClock) {
+			br.Trip(time.Minute, registry.CauseRetryHint)
+			clk.Advance(2 * time.Minute)
+			if st := br.State(); st != registry.StateHalfOpen {
+				t.Fatalf("state = %v, want half_open", st)
+			}
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			clk := registrytest.NewFakeClock(time.Unix(1_700_000_000, 0))
+			reg := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 1, HalfOpenProbes: 1, NoJitter: true}))
+			h, err := New(Config{Registry: reg, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			br, err := reg.Get("dep")
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.prep(t, br, clk)
+			inner := &hookTool{fn: func(agent.ToolContext) { panic("tool bug") }}
+			gt := h.Guard(inner).(*GuardedTool)
+			ctx := &guardCtx{call: "adk-call-1"}
+			if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
+				t.Fatalf("short-circuited: %v", r)
+			}
+			func() {
+				defer func() {
+					if recover() == nil {
+						t.Fatal("the panic was swallowed")
+					}
+				}()
+				gt.Run(ctx, nil)
+			}()
+			if n, _ := h.Pending(); n != 0 {
+				t.Fatalf("pending after the panic = %d, want 0", n)
+			}
+			if got := br.ContainCounts().InFlight; got != 0 {
+				t.Fatalf("in flight after the panic = %d, want 0", got)
+			}
+			if got := br.PendingProbes(); got != 0 {
+				t.Fatalf("pending probes after the panic = %d, want 0", got)
+			}
+			if got := br.Reported(); got[0] != 0 || got[1] != 0 {
+				t.Fatalf("reported = %v: a panicking call was counted", got)
+			}
+		})
+	}
+}
+
+// TestUnwrapNestedGuards: one handler's guard around another's (BeforeModel
+// guards a foreign GuardedTool again) unwraps to the tool itself, and both
+// resolve as it.
+func TestUnwrapNestedGuards(t *testing.T) {
+	h1, _ := newAdmitHandler(t, registry.Policy{})
+	h2, _ := newAdmitHandler(t, registry.Policy{})
+	inner := &scriptTool{}
+	nested := h2.Guard(h1.Guard(inner))
+	if g, ok := nested.(*GuardedTool); !ok || g.h != h2 {
+		t.Fatalf("h2.Guard(h1's guard) = %T, want h2's own GuardedTool", nested)
+	}
+	if got := Unwrap(nested); got != inner {
+		t.Fatalf("Unwrap = %T, want the tool itself", got)
+	}
+	if keyOf(nested) != keyOf(inner) {
+		t.Fatalf("keyOf(nested) = %+v, want %+v", keyOf(nested), keyOf(inner))
 	}
 }

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"google.golang.org/adk/agent"
+	"google.golang.org/adk/plugin"
+	"google.golang.org/adk/tool"
 
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
@@ -122,6 +124,57 @@ func TestIdempotencyKeyMakesRetryable(t *testing.T) {
 					if m[mcpguard.MetaIdempotencyKey] != k || k == "" {
 						t.Errorf("attempt %d carried key %v, want %q on every attempt", i+1, m[mcpguard.MetaIdempotencyKey], k)
 					}
+				}
+			})
+		})
+	}
+}
+
+// TestShadowRefusalCountedOnceWithPlugin: with the plugin and a shadow-mode
+// breaker that would refuse, the plugin observes the would-be refusal and
+// lets the call through; the toolset must not ask the breaker again (it
+// would count a second shadow refusal for the same call). Both places where
+// the plugin decides are covered: its BeforeTool (open already) and the
+// guarded tool's Run (tripped after BeforeTool).
+func TestShadowRefusalCountedOnceWithPlugin(t *testing.T) {
+	for _, inRun := range []bool{false, true} {
+		t.Run(map[bool]string{false: "open at BeforeTool", true: "tripped before Run"}[inRun], func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := mcpfault.New(mcpfault.Config{})
+				defer fs.Close()
+				reg, err := registry.New(registry.WithDefaultPolicy(registry.Policy{
+					ConsecutiveFailures: 3, OpenFor: 30 * time.Second, NoJitter: true, Shadow: true,
+				}))
+				if err != nil {
+					t.Fatal(err)
+				}
+				g := mcpguard.MustNew(reg, []mcpguard.Server{{Name: "shadowed", Dial: fs.Dial, ToolsTTL: time.Hour}})
+				defer g.Close()
+				llm := &scriptedLLM{Call: "echo", Args: map[string]any{"text": "hi"}}
+				runTurn(t, t.Context(), reg, g, llm) // discovers the tools while closed
+				br, _ := reg.Lookup("shadowed")
+				var extra []*plugin.Plugin
+				if inRun {
+					// A plugin after adkbreaker trips the breaker after adkbreaker's BeforeTool.
+					p, err := plugin.New(plugin.Config{Name: "tripper",
+						BeforeToolCallback: func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+							br.Trip(time.Minute, registry.CauseRetryHint)
+							return nil, nil
+						}})
+					if err != nil {
+						t.Fatal(err)
+					}
+					extra = append(extra, p)
+				} else {
+					br.Trip(time.Minute, registry.CauseRetryHint)
+				}
+				before := br.Counts().ShadowRefusals
+				tr := runTurn(t, t.Context(), reg, g, llm, extra...)
+				if tr.fnResp[mcpguard.KeyOutput] != "hi" {
+					t.Fatalf("turn = %+v, want the call through (shadow mode)", tr)
+				}
+				if got := br.Counts().ShadowRefusals - before; got != 1 {
+					t.Errorf("shadow refusals for one call = %d, want 1", got)
 				}
 			})
 		})

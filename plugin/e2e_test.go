@@ -754,6 +754,13 @@ func runLoop(t *testing.T, p *adkplugin.Plugin, llm model.LLM, tools ...tool.Too
 	if err != nil {
 		t.Fatal(err)
 	}
+	return runLoopOf(t, p, inner)
+}
+
+// runLoopOf runs one turn of a LoopAgent around inner, with plugin p, and
+// returns its events (or the first error).
+func runLoopOf(t *testing.T, p *adkplugin.Plugin, inner agent.Agent) ([]*session.Event, error) {
+	t.Helper()
 	loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{inner}}})
 	if err != nil {
 		t.Fatal(err)

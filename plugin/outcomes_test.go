@@ -600,3 +600,109 @@ func (c *logCapture) String() string {
 	defer c.mu.Unlock()
 	return c.buf.String()
 }
+
+// TestForeignGuardCountedOnce: an agent's tools guarded explicitly by one
+// handler, run by a plugin built from another handler on the same registry
+// (breaker.New with WithRegistry instead of FromHandler). The plugin admits
+// and counts each call (the guard is not its own); the guard's handler never
+// saw the call, so its Run must neither admit nor count it again, and must
+// leave nothing behind in its handler.
+func TestForeignGuardCountedOnce(t *testing.T) {
+	var guard *callbacks.Handler
+	a := newToolAgent(t, toolAgentSetup{agent: func(h *callbacks.Handler, c *llmagent.Config) {
+		var err error
+		guard, err = breaker.NewHandler(breaker.WithRegistry(h.Registry()), breaker.WithDependency("lookup-api", "lookup"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, tl := range c.Tools {
+			c.Tools[i] = guard.Guard(tl)
+		}
+	}})
+	a.mode.Store(toolDown)
+	for range 2 {
+		a.turn()
+	}
+	if st, c := a.breaker().State(), a.breaker().Counts(); st != registry.StateClosed || c.Failures != 2 {
+		t.Fatalf("after 2 failing calls: %v, counts %+v; want closed with 2 failures (each call counted once)", st, c)
+	}
+	if tk, inv := guard.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("the guard's handler holds %d tickets, %d invocations after the turns", tk, inv)
+	}
+	a.turn()
+	if st := a.breaker().State(); st != registry.StateOpen {
+		t.Fatalf("after 3 failing calls: %v, want open", st)
+	}
+	// The plugin guards the foreign guard too: its probe's real success
+	// closes the breaker (an unguarded probe would only be released).
+	a.clk.Advance(31 * time.Second)
+	a.mode.Store(toolUp)
+	a.turn()
+	if st := a.breaker().State(); st != registry.StateClosed {
+		t.Fatalf("after a successful probe through the foreign guard: %v, want closed", st)
+	}
+}
+
+// TestRunRefusalEscalatesLikeBeforeTool: a refusal decided in a guarded
+// tool's Run (the breaker tripped after the plugin's BeforeTool, here by the
+// agent's own before-tool callback) spends the turn's short-circuit budget
+// as one from BeforeTool does: with a budget of one it escalates, so a
+// LoopAgent stops after this iteration with the plugin's final answer
+// instead of failing its next model call with ErrTurnEnded.
+func TestRunRefusalEscalatesLikeBeforeTool(t *testing.T) {
+	h, err := breaker.NewHandler(breaker.WithDependency("lookup-api", "lookup"), breaker.WithTurnLimit(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	br, err := h.Registry().Get("lookup-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ran atomic.Int64
+	lookup, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "Look a record up."},
+		func(tool.Context, struct{}) (map[string]any, error) {
+			ran.Add(1)
+			return map[string]any{"record": "r1"}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	worker, err := llmagent.New(llmagent.Config{Name: "worker", Tools: []tool.Tool{lookup},
+		Model: scripted.New("s", func(req *model.LLMRequest) *model.LLMResponse {
+			if scripted.LastResponses(req) != nil {
+				return scripted.Text("partial")
+			}
+			return scripted.CallTools(scripted.Call{Name: "lookup"})
+		}).WithoutLog(),
+		BeforeToolCallbacks: []llmagent.BeforeToolCallback{func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+			br.Trip(time.Minute, registry.CauseRetryHint) // after the plugin's BeforeTool admitted nothing
+			return nil, nil
+		}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := breaker.FromHandler(h, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	evs, err := runLoopOf(t, p, worker)
+	if err != nil {
+		t.Fatalf("run error after %d events: %v (the refusal in Run did not escalate)", len(evs), err)
+	}
+	var refusals int
+	for _, fr := range functionResponses(evs) {
+		if _, ok := degrade.Parse(fr.Response); ok {
+			refusals++
+		}
+	}
+	if refusals != 1 || ran.Load() != 0 || !escalated(evs) || endedBy(evs) != "short_circuit_budget" {
+		t.Fatalf("refusals %d, tool runs %d, escalated %v, ended by %q: want one refusal from Run, escalated, the turn ended by the plugin",
+			refusals, ran.Load(), escalated(evs), endedBy(evs))
+	}
+	if c := br.Counts(); c.ShortCircuits != 1 || c.Requests != 0 {
+		t.Fatalf("counts %+v: want the one refusal, nothing admitted", c)
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
+	}
+}
