@@ -395,18 +395,19 @@ func (g *GuardedTool) binding() *binding {
 }
 
 // judge classifies the outcome of a guarded call: our CallTimeout is a
-// failure (even when a tool that ignores its context succeeds after it), a
-// success is a success (the dependency answered, whatever the caller did
-// meanwhile), an error after the caller's own cancellation is excluded, and
-// anything else is classified as usual.
+// failure (even when a tool that ignores its context succeeds after it),
+// anything after the caller's own cancellation is excluded — a success too:
+// a tool may return nil when it sees its context done, and such a "success"
+// must never close a half-open breaker — and anything else is classified as
+// usual.
 func (h *Handler) judge(ctx, dctx context.Context, bd *binding, err error) registry.Outcome {
 	switch {
 	case dctx != nil && context.Cause(dctx) == errCallTimeout:
 		return registry.Failure
-	case err == nil:
-		return registry.Success
 	case ctx.Err() != nil:
 		return registry.Excluded
+	case err == nil:
+		return registry.Success
 	}
 	return h.classify(ctx, bd, err)
 }
