@@ -19,7 +19,8 @@ type sentinel struct {
 // have run. The runtime offers no way to wait for its cleanup queue, so
 // Collect waits, twice, for the cleanup of a sentinel that was unreachable
 // before the collection: cleanups queued by the same collection run
-// alongside it.
+// alongside it. It must not be called inside a testing/synctest bubble
+// (its channel would belong to the bubble and be closed from outside).
 func Collect() {
 	for range 2 {
 		ran := make(chan struct{})
