@@ -27,6 +27,7 @@ type step struct {
 	err     error    // yielded after the chunks
 	waitCtx bool     // block until the call's context ends, then yield its error
 	block   chan struct{}
+	entered chan struct{} // if set, gets a value (without waiting) when the call starts
 	hang    chan struct{} // block until closed, ignoring the context; then answer "late"
 	panic   bool
 	meta    map[string]any // CustomMetadata of every response
@@ -94,6 +95,12 @@ func (f *fakeLLM) GenerateContent(ctx context.Context, req *model.LLMRequest, st
 	}
 	req.Config.HTTPOptions.Headers.Set("x-fake", f.name)
 	return func(yield func(*model.LLMResponse, error) bool) {
+		if s.entered != nil {
+			select {
+			case s.entered <- struct{}{}:
+			default:
+			}
+		}
 		if s.block != nil {
 			select {
 			case <-s.block:

@@ -730,7 +730,10 @@ func (f *Fleet) handle(payload string) {
 // again.
 func (f *Fleet) subscriber() {
 	defer f.wg.Done()
-	resync := make(chan struct{})
+	// Buffered: a session's request for a resync is kept until the
+	// resyncer takes it, even when it is busy or not yet waiting (an
+	// unbuffered send with a default case was lost then).
+	resync := make(chan struct{}, 1)
 	var rwg sync.WaitGroup
 	rwg.Add(1)
 	go func() { defer rwg.Done(); f.resyncer(resync) }()

@@ -21,6 +21,10 @@ func TestStatusPageShowsTheFleet(t *testing.T) {
 	rs := newReplicas(t, srv.Addr(), 2, testPolicy(time.Minute))
 	rs[0].fail(t)
 	rs[1].await(t, 5*time.Second, "fleet_open", isCause(registry.CauseFleetOpen))
+	// rs[1] may have adopted the trip from its first resync (it runs once
+	// the subscription is up, and may read Redis after rs[0] stored the
+	// trip) before the message arrived: wait for the message too.
+	waitUntil(t, 5*time.Second, "rs[0]'s trip received on the channel", func() bool { return rs[1].f.Stats().Received >= 1 })
 
 	page, err := statuspage.New(rs[1].reg, statuspage.WithFleet(rs[1].f.Status), statuspage.WithLogger(discard))
 	if err != nil {

@@ -7,7 +7,6 @@ import (
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
+	"github.com/adkbreaker/adkbreaker/internal/gctest"
 	"github.com/adkbreaker/adkbreaker/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/internal/spantest"
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
@@ -290,6 +290,9 @@ func ExampleWithMeterProvider() {
 	if err != nil {
 		panic(err)
 	}
+	// The gauges are observed as long as the handler is reachable (a
+	// runner holds it in a real program).
+	defer runtime.KeepAlive(h)
 	_ = h.Registry().Isolate("billing-api")
 	_ = h.Registry().Flush(context.Background())
 
@@ -319,18 +322,21 @@ func TestDroppedHandlerReleasesTelemetry(t *testing.T) {
 			t.Fatal(err)
 		}
 		_ = h.Registry().Isolate("billing-api")
+		// h is still live: a collection must not release its gauges.
+		gctest.Collect()
+		if got := metrics(t, reader)["adkbreaker.breaker.state"]["dependency=billing-api"]; got != 2 {
+			t.Fatalf("state gauge = %v before the handler was dropped", got)
+		}
+		runtime.KeepAlive(h)
 		return h.Registry()
 	}()
-	if got := metrics(t, reader)["adkbreaker.breaker.state"]["dependency=billing-api"]; got != 2 {
-		t.Fatalf("state gauge = %v before the handler was dropped", got)
-	}
-	deadline := time.Now().Add(5 * time.Second)
-	for len(metrics(t, reader)["adkbreaker.breaker.state"]) != 0 {
-		if time.Now().After(deadline) {
+	// Each Collect runs the cleanups it queues; a few allow for a stack
+	// slot that keeps h reachable a little longer than its last use.
+	for i := 0; len(metrics(t, reader)["adkbreaker.breaker.state"]) != 0; i++ {
+		if i == 10 {
 			t.Fatal("gauge callback still registered after the handler was collected")
 		}
-		runtime.GC()
-		time.Sleep(10 * time.Millisecond)
+		gctest.Collect()
 	}
 	reg.Reset("billing-api")
 	flush(t, reg)

@@ -12,6 +12,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/adkbreaker/adkbreaker/internal/gctest"
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/promexport"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -43,7 +44,7 @@ func TestMetricsEndpointServesDocumentedNames(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	runtime.GC() // a collection must not take the gauges of a live handler
+	gctest.Collect() // a collection must not take the gauges of a live handler
 
 	srv := httptest.NewServer(exp.Handler())
 	defer srv.Close()

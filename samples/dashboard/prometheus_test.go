@@ -33,21 +33,17 @@ func freePort(t *testing.T) string {
 	return addr
 }
 
-// startSample runs the sample in-process: cfg.cycles outages of the billing
-// backend (and, inside each, of both model endpoints), then up for good.
-func startSample(t *testing.T, cfg config) (base string, stop func()) {
-	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
+// startSample runs the sample in-process on ln: cfg.cycles outages of the
+// billing backend (and, inside each, of both model endpoints), then up for
+// good.
+func startSample(ln net.Listener, cfg config) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		_, _ = run(ctx, cfg, ln, io.Discard)
 	}()
-	return "http://" + ln.Addr().String(), func() { cancel(); <-done }
+	return func() { cancel(); <-done }
 }
 
 type prom struct {
@@ -273,13 +269,22 @@ func TestPrometheusEvaluatesShippedDashboardAndAlerts(t *testing.T) {
 		t.Skip("starts Prometheus; not in -short")
 	}
 	requireTool(t, "prometheus")
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close() // the sample closes it too; this is for an early return
+	// Prometheus scrapes before the first outage: it sees a counter's
+	// first sample as no increase, so when its start (seconds under load)
+	// outlasted the first two outages it saw two trips of four and
+	// AdkbreakerFlapping never fired.
+	p := startPrometheus(t, "http://"+ln.Addr().String()+"/metrics", "2s")
 	begin := time.Now()
-	base, stop := startSample(t, config{
+	stop := startSample(ln, config{
 		interval: 50 * time.Millisecond, up: 2500 * time.Millisecond, down: 4 * time.Second,
 		openFor: 400 * time.Millisecond, cycles: 4,
 	})
 	defer stop()
-	p := startPrometheus(t, base+"/metrics", "2s")
 
 	p.waitFor("AdkbreakerDependencyUnavailable firing for billing-api", 40*time.Second, func() bool {
 		return p.firing("AdkbreakerDependencyUnavailable", "billing-api")
