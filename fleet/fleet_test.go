@@ -71,7 +71,12 @@ func TestTripPropagatesP99(t *testing.T) {
 // closes) and failure (the next hold starts everywhere).
 func TestOneProbePerHold(t *testing.T) {
 	srv := redisServer(t)
-	const hold = 10 * time.Millisecond
+	// The hold must outlast a trip's propagation: a replica that learns of
+	// a trip only after its hold ended (a resync reading the expired hold
+	// key first) rightly stays closed, and the round would wait for it. 10ms
+	// was too short under -race with GOGC=5 on one CPU (one failure in a
+	// stress run); 25ms leaves propagation's p99 (~1ms) a wide margin.
+	const hold = 25 * time.Millisecond
 	rs := newReplicas(t, srv.Addr(), 3, testPolicy(hold))
 	const rounds = 1000
 	bad := 0
