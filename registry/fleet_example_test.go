@@ -3,6 +3,7 @@ package registry_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -52,7 +53,10 @@ func ExampleRegistry_SetProbeGate() {
 // policy's hold.
 func ExampleBreaker_TripFleet() {
 	r := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{MinCalls: 20, OpenFor: 30 * time.Second, NoJitter: true}))
-	r.Subscribe(func(t registry.Transition) { fmt.Println(t.From, "→", t.To, t.Cause, t.RetryAfter) })
+	var seen []string // transitions are delivered on their own goroutine
+	r.Subscribe(func(t registry.Transition) {
+		seen = append(seen, fmt.Sprint(t.From, " → ", t.To, " ", t.Cause, " ", t.RetryAfter))
+	})
 	b, _ := r.Get("billing-api")
 	for range 3 {
 		tk, _ := b.Admit()
@@ -60,7 +64,8 @@ func ExampleBreaker_TripFleet() {
 	}
 	fmt.Println("opened:", b.TripFleet())
 	fmt.Println("again:", b.TripFleet()) // open already: left alone
-	_ = r.Flush(context.Background())
+	_ = r.Flush(context.Background())    // every transition so far delivered
+	fmt.Println(strings.Join(seen, "\n"))
 	// Output:
 	// opened: true
 	// again: false
