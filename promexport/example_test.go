@@ -1,8 +1,10 @@
 package promexport_test
 
 import (
+	"fmt"
 	"log"
 	"net/http"
+	"time"
 
 	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/promexport"
@@ -27,4 +29,17 @@ func Example() {
 	mux.Handle("/metrics", exp.Handler())
 	// go http.ListenAndServe("127.0.0.1:9464", mux)
 	// Output:
+}
+
+// The endpoint limits itself, since more than Prometheus can often reach
+// it: here one scrape at a time, each answered within 5s (503 past either).
+func ExampleWithMaxRequestsInFlight() {
+	exp, err := promexport.New(promexport.WithMaxRequestsInFlight(1), promexport.WithScrapeTimeout(5*time.Second))
+	if err != nil {
+		log.Fatal(err)
+	}
+	_, err = promexport.New(promexport.WithMaxRequestsInFlight(0))
+	fmt.Println(err)
+	_ = exp
+	// Output: promexport: max requests in flight must be at least 1, got 0
 }

@@ -58,3 +58,20 @@ func ExampleBreaker_ContainCounts_bulkhead() {
 	// saturated closed 1s
 	// saturated: 1 peak: 20 state: closed
 }
+
+// A client that ends every call within its own budget (mcpguard's
+// OperationBudget) tells the breaker: a half-open probe still out at the
+// budget has failed, and a call refused meanwhile is told to retry within
+// it rather than within the 60s probe lease.
+func ExampleBreaker_SetCallBudget() {
+	clk := registrytest.NewFakeClock(time.Unix(0, 0))
+	r := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{NoJitter: true, DisableSlowInFlight: true}))
+	b, _ := r.Get("mcp:files")
+	b.SetCallBudget(45 * time.Second)
+	b.Trip(time.Second, registry.CauseRetryHint)
+	clk.Advance(time.Second)
+	probe, _ := b.Admit()
+	_, d := b.Admit()
+	fmt.Println("probe:", probe.Probe(), "others told:", d.Reason, d.RetryAfter)
+	// Output: probe: true others told: half_open_busy 45s
+}
