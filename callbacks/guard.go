@@ -308,28 +308,41 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 		r.Report(o, RetryHint(err))
 		// OnToolError and AfterTool compare what they are shown with the
 		// tool's own error (see AfterTool).
-		h.tix.putRan(ctx, ctx.FunctionCallID(), ctx.InvocationID(), bd, o, res, true)
+		h.tix.putErred(ctx, ctx.FunctionCallID(), ctx.InvocationID(), bd)
 	} else {
 		r.Report(o, 0)
-		if o == registry.Success && bd.lastGood != nil && res != nil {
-			m, _ := args.(map[string]any)
-			h.storeLastGood(ctx, bd, m, res) // the tool's own result, whatever a callback makes of it
-		}
+		h.ranOK(ctx, bd, o, args, res)
 	}
 	if co != nil {
-		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
+		h.callEnded(ctx, co, bd, o, start)
 	}
 	return res, err
+}
+
+// ranOK stores a guarded tool's own successful result in the last-good
+// cache (whatever a callback makes of it later), when its dependency keeps
+// one.
+func (h *Handler) ranOK(ctx agent.ToolContext, bd *binding, o registry.Outcome, args any, res map[string]any) {
+	if o == registry.Success && bd.lastGood != nil && res != nil {
+		m, _ := args.(map[string]any)
+		h.storeLastGood(ctx, bd, m, res)
+	}
+}
+
+// callEnded tells the call observer how a guarded call that reached its
+// tool ended.
+func (h *Handler) callEnded(ctx context.Context, co CallObserver, bd *binding, o registry.Outcome, start time.Time) {
+	co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
 }
 
 // runPending runs a call whose admission is in the pending table and
 // reports its outcome there.
 //
 // The pending entry is touched once, after the tool returned: nothing reads
-// the ran mark before (OnToolError and AfterTool follow Run). An ordinary
-// call that needs nothing more from AfterTool (no tool error to compare, no
-// result for the last-good cache) is reported and removed there at once, so
-// AfterTool finds nothing to do.
+// the ran mark before (OnToolError and AfterTool follow Run). A call whose
+// tool did not err is reported and removed there at once (its own result
+// goes to the last-good cache from here, as in runAdmitted), so AfterTool
+// finds nothing to do.
 //
 // A panicking tool's call is taken out of the table and released as
 // Excluded before the panic goes on, as runAdmitted does: its probe or
@@ -352,14 +365,15 @@ func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (
 	res, o, err := g.exec(ctx, args, bd)
 	returned = true
 	var hint time.Duration
-	keep := err != nil // AfterTool compares what it is shown with the tool's error
-	if keep {
-		hint = RetryHint(err)
-	} else {
-		keep = o == registry.Success && bd.lastGood != nil && res != nil // AfterTool caches the tool's own result
+	if err != nil {
+		hint = RetryHint(err) // and the entry stays: AfterTool compares what it is shown with the tool's error
 	}
-	if h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, res, err != nil, keep) && co != nil {
-		co.CallEnded(ctx, CallEvent{Dependency: bd.key, Tool: bd.tool, Outcome: o, Duration: h.clock.Now().Sub(start)})
+	ran := h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, err != nil)
+	if ran && err == nil {
+		h.ranOK(ctx, bd, o, args, res)
+	}
+	if ran && co != nil {
+		h.callEnded(ctx, co, bd, o, start)
 	}
 	return res, err
 }

@@ -430,10 +430,6 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 			if p.flags&(flagToolErr|flagSawErr) == flagToolErr && err == nil {
 				h.mismatch(ctx, bd, t)
 			}
-			if p.raw == registry.Success && p.flags&flagToolErr == 0 {
-				// The tool's own result, whatever a callback made of it.
-				h.storeLastGood(ctx, bd, args, p.result)
-			}
 		default: // never ran (or Run panicked): nothing to count
 			p.tk.Report(registry.Excluded, 0)
 		}

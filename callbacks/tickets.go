@@ -27,10 +27,6 @@ type pending struct {
 	ctx   callKey
 	inv   string // for AfterRun's drain
 	flags callFlags
-	// raw is the tool's own outcome, and result its own result, once
-	// flagReported is set.
-	raw    registry.Outcome
-	result map[string]any
 }
 
 // callFlags record what the handler knows of a pending call.
@@ -129,7 +125,7 @@ func (s *ticketShard) removeAtLocked(i int) {
 	if i != last {
 		s.small[i] = s.small[last]
 	}
-	s.small[last].ctx, s.small[last].result = nil, nil
+	s.small[last].ctx = nil
 	s.small = s.small[:last]
 }
 
@@ -145,13 +141,12 @@ func (t *tickets) put(ctx callKey, call, inv string, tk registry.Reservation, bd
 	return t.insert(call, pending{tk: tk, bd: bd, ctx: ctx, inv: inv, flags: flags})
 }
 
-// putRan stores a guarded call whose Run admitted it and already reported
-// the tool's own outcome o (the entry carries no reservation), for
-// OnToolError and AfterTool to compare with what they are shown (see ran's
-// keep).
-func (t *tickets) putRan(ctx callKey, call, inv string, bd *binding, o registry.Outcome, result map[string]any, toolErr bool) {
+// putErred stores a guarded call whose Run admitted it, reported its
+// outcome and saw the tool fail (the entry carries no reservation), for
+// OnToolError and AfterTool to compare with what they are shown (see ran).
+func (t *tickets) putErred(ctx callKey, call, inv string, bd *binding) {
 	p := pending{bd: bd, ctx: ctx, inv: inv}
-	p.markReported(o, result, toolErr)
+	p.markErred()
 	t.insert(call, p)
 }
 
@@ -354,20 +349,18 @@ func (t *tickets) update(ctx callKey, call string, fn func(p *pending)) bool {
 
 // ran reports the tool's own outcome of ctx's call, marks the call as run
 // by a GuardedTool and reports whether there was an unreported pending call.
-// With keep, the entry stays, marked reported, until AfterTool (or AfterRun)
-// removes it: AfterTool compares the outcome it is shown with the tool's own
-// (keep it when the tool erred) and caches the tool's own result (keep it
-// for a success whose dependency caches last-good results). Without keep,
-// the entry is removed at once.
+// When the tool erred (toolErr) the entry stays, marked, until AfterTool
+// (or AfterRun) removes it: AfterTool compares the outcome it is shown with
+// the tool's error. Otherwise the entry is removed at once.
 //
 // An ordinary success without a retry hint is reported in place, under the
 // shard lock, as takePlainSuccess does (it cannot change the state, so no
 // notification is sent under the lock); anything else is reported after
 // the lock is released.
-func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
+func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Duration, toolErr bool) bool {
 	s := t.shard(call)
 	s.mu.Lock()
-	if i := s.indexLocked(ctx); i >= 0 && !keep && o == registry.Success && hint == 0 {
+	if i := s.indexLocked(ctx); i >= 0 && !toolErr && o == registry.Success && hint == 0 {
 		// The common case, kept small so that it needs few registers.
 		if e := &s.small[i]; e.flags&flagReported == 0 && !e.tk.Probe() {
 			e.tk.Report(registry.Success, 0)
@@ -377,14 +370,14 @@ func (t *tickets) ran(ctx callKey, call string, o registry.Outcome, hint time.Du
 			return true
 		}
 	}
-	return s.ranLocked(ctx, o, hint, result, toolErr, keep)
+	return s.ranLocked(ctx, o, hint, toolErr)
 }
 
 // ranLocked is ran past its common case; it releases the shard lock.
-func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Duration, result map[string]any, toolErr, keep bool) bool {
+func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Duration, toolErr bool) bool {
 	i := s.indexLocked(ctx)
 	if i < 0 {
-		tk, ok := s.ranBigLocked(ctx, o, result, toolErr, keep)
+		tk, ok := s.ranBigLocked(ctx, toolErr)
 		s.mu.Unlock()
 		tk.Report(o, hint)
 		return ok
@@ -400,9 +393,9 @@ func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Durat
 	} else {
 		tk = e.tk // reported below, without the lock
 	}
-	if keep {
+	if toolErr {
 		e.tk = registry.Reservation{}
-		e.markReported(o, result, toolErr)
+		e.markErred()
 	} else {
 		s.removeAtLocked(i)
 		s.n.Store(int32(s.lenLocked()))
@@ -412,29 +405,24 @@ func (s *ticketShard) ranLocked(ctx callKey, o registry.Outcome, hint time.Durat
 	return true
 }
 
-// markReported records the tool's own outcome in a kept entry (see ran).
-func (p *pending) markReported(o registry.Outcome, result map[string]any, toolErr bool) {
-	p.flags |= flagGuarded | flagRan | flagReported
-	if toolErr {
-		p.flags |= flagToolErr
-	}
-	p.raw, p.result = o, result
-}
+// markErred marks a kept entry: a guarded call that ran, was reported, and
+// whose tool erred (see ran).
+func (p *pending) markErred() { p.flags |= flagGuarded | flagRan | flagReported | flagToolErr }
 
 // ranBigLocked is ran for a call in the shard's overflow map: it returns
 // the reservation to report.
-func (s *ticketShard) ranBigLocked(ctx callKey, o registry.Outcome, result map[string]any, toolErr, keep bool) (registry.Reservation, bool) {
+func (s *ticketShard) ranBigLocked(ctx callKey, toolErr bool) (registry.Reservation, bool) {
 	p, ok := s.big[ctx]
 	if !ok || p.flags&flagReported != 0 {
 		return registry.Reservation{}, false
 	}
 	tk := p.tk
-	if !keep {
+	if !toolErr {
 		s.deleteBigLocked(ctx)
 		return tk, true
 	}
 	p.tk = registry.Reservation{}
-	p.markReported(o, result, toolErr)
+	p.markErred()
 	s.big[ctx] = p
 	return tk, true
 }
