@@ -406,13 +406,17 @@ func (r *Redactor) sanitiseJSON(t string) (out string, ok bool) {
 					top.inValue = true
 					continue
 				}
-				// A credential-named member: its value is read whole and
-				// replaced or kept (credentialValue).
-				var raw json.RawMessage
-				if err := dec.Decode(&raw); err != nil {
+				// A credential-named member: its value is read past (never
+				// copied: it may be the bulk of the attribute) and replaced
+				// or kept (credentialValue).
+				v, err := dec.Token()
+				if err != nil {
 					return "", false
 				}
-				b.WriteString(credentialValue(name, raw))
+				if d, isDelim := v.(json.Delim); isDelim && (d == '{' || d == '[') && !skipContainer(dec) {
+					return "", false
+				}
+				b.WriteString(credentialValue(name, v))
 				wrote()
 				continue
 			}
@@ -454,21 +458,26 @@ func (r *Redactor) sanitiseJSON(t string) (out string, ok bool) {
 	return redact.Printable(b.String(), r.limit), true
 }
 
-// credentialValue is what a credential-named member's value becomes: a
-// container or a non-empty string is replaced whole (its content alone may
-// not look like a secret: "hunter2"), as is a number under a name that
-// makes numbers secret (a PIN, a numeric password); booleans, null, an
-// empty string and other numbers ("max_tokens": 100) stay.
-func credentialValue(name string, raw json.RawMessage) string {
-	v := strings.TrimSpace(string(raw))
-	switch {
-	case v == "true" || v == "false" || v == "null" || v == `""`:
-		return v
-	case v != "" && (v[0] == '-' || v[0] >= '0' && v[0] <= '9'):
-		if secretNumberName(name) {
-			return `"` + redacted + `"`
+// credentialValue is what a credential-named member's value (its first
+// token) becomes: a container or a non-empty string is replaced whole (its
+// content alone may not look like a secret: "hunter2"), as is a number
+// under a name that makes numbers secret (a PIN, a numeric password);
+// booleans, null, an empty string and other numbers ("max_tokens": 100)
+// stay.
+func credentialValue(name string, v json.Token) string {
+	switch x := v.(type) {
+	case bool:
+		return strconv.FormatBool(x)
+	case nil:
+		return "null"
+	case string:
+		if x == "" {
+			return `""`
 		}
-		return v
+	case json.Number:
+		if !secretNumberName(name) {
+			return x.String()
+		}
 	}
 	return `"` + redacted + `"`
 }
