@@ -3,6 +3,7 @@ package failover_test
 import (
 	"context"
 	"runtime"
+	"strings"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -44,7 +45,6 @@ func TestTimeoutBoundsAnEndpointThatIgnoresItsContext(t *testing.T) {
 		primary, _, m := newHangEnv(t, 0, failover.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 		release := make(chan struct{})
 		primary.script(step{hang: release})
-		base := runtime.NumGoroutine()
 		start := time.Now()
 		r := run(t.Context(), m, userReq("hi"), false)
 		if el := time.Since(start); el != 200*time.Millisecond {
@@ -59,13 +59,19 @@ func TestTimeoutBoundsAnEndpointThatIgnoresItsContext(t *testing.T) {
 		if got := abandonedMetric(t, reader); got != 1 {
 			t.Fatalf("%s = %d, want 1", failover.MetricAbandoned, got)
 		}
+		if n := goroutinesIn("failover.(*boundedRun).run"); n != 1 {
+			t.Fatalf("%d abandoned call goroutines while the call hangs, want 1", n)
+		}
 		close(release) // the hung call finally answers: dropped
 		synctest.Wait()
 		if got := m.Abandoned(); got != 0 {
 			t.Fatalf("Abandoned after the call returned = %d", got)
 		}
-		if n := runtime.NumGoroutine(); n > base {
-			t.Fatalf("goroutines: %d, want ≤ %d", n, base)
+		// The abandoned call's goroutine has ended. (Counted by its frame,
+		// not by runtime.NumGoroutine: that counts the whole process, the
+		// runtime's own cleanup goroutines and other tests' leftovers too.)
+		if n := goroutinesIn("failover.(*boundedRun).run"); n != 0 {
+			t.Fatalf("%d abandoned call goroutine(s) still running", n)
 		}
 		if m.Pending() != 0 {
 			t.Fatalf("Pending = %d", m.Pending())
@@ -135,6 +141,20 @@ func abandonedMetric(t *testing.T, r sdkmetric.Reader) int64 {
 					n += p.Value
 				}
 			}
+		}
+	}
+	return n
+}
+
+// goroutinesIn counts the goroutines of the process whose stack has a frame
+// of fn (a qualified function name as runtime.Stack prints it).
+func goroutinesIn(fn string) int {
+	buf := make([]byte, 1<<20)
+	buf = buf[:runtime.Stack(buf, true)]
+	n := 0
+	for _, g := range strings.Split(string(buf), "\n\n") {
+		if strings.Contains(g, fn+"(") {
+			n++
 		}
 	}
 	return n
