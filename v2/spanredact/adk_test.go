@@ -56,6 +56,13 @@ type lookupArgs struct {
 // ended spans ADK recorded for the turn.
 func adkTurn(t *testing.T) []sdktrace.ReadOnlySpan {
 	t.Helper()
+	return adkTurnWith(t, nil)
+}
+
+// adkTurnWith is adkTurn with the agent wrapped by wrap (a workflow agent,
+// say) when wrap is not nil.
+func adkTurnWith(t *testing.T, wrap func(agent.Agent) agent.Agent) []sdktrace.ReadOnlySpan {
+	t.Helper()
 	tp, rec := spantest.Global()
 	lookup, err := functiontool.New(functiontool.Config{Name: "lookup_customer", Description: "Look a customer up."},
 		func(agent.Context, lookupArgs) (map[string]any, error) {
@@ -93,18 +100,22 @@ func adkTurn(t *testing.T) []sdktrace.ReadOnlySpan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r, err := runner.New(runner.Config{AppName: "redact", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true})
+	var root agent.Agent = a
+	if wrap != nil {
+		root = wrap(a)
+	}
+	r, err := runner.New(runner.Config{AppName: "redact", Agent: root, SessionService: session.InMemoryService(), AutoCreateSession: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx, root := tp.Tracer("test").Start(t.Context(), "turn")
+	ctx, turn := tp.Tracer("test").Start(t.Context(), "turn")
 	for _, err := range r.Run(ctx, "u", "s1", genai.NewContentFromText("look up and charge", genai.RoleUser), agent.RunConfig{}) {
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
-	root.End()
-	spans := rec.Trace(root.SpanContext().TraceID())
+	turn.End()
+	spans := rec.Trace(turn.SpanContext().TraceID())
 	// The test means something only if ADK really wrote the secrets.
 	raw := exported(spans)
 	for _, want := range []string{"sk-live-ABCDEF0123456789", "FAKEKEY-ZZ-998877", "ya29.FAKEfakeFAKEfake", "IGNORE PREVIOUS INSTRUCTIONS"} {
