@@ -135,9 +135,10 @@ func RetrySeconds(d time.Duration) float64 {
 // created.
 type Cause uint8
 
+// CauseNone: no transition yet (a breaker closed since its creation).
+const CauseNone Cause = 0
+
 const (
-	// CauseNone: no transition yet (a breaker closed since its creation).
-	CauseNone Cause = 0
 	// CauseTrip: failures in the closed state reached the policy's threshold.
 	CauseTrip Cause = iota + 1
 	// CauseHoldExpired: the open hold ended and a probe is being admitted.
