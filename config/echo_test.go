@@ -107,6 +107,19 @@ mcp_servers:
 	}
 }
 
+// TestDurationUnmarshalJSONDoesNotEchoTheValue: a File decoded with
+// encoding/json directly reports a bad duration by field and kind only.
+func TestDurationUnmarshalJSONDoesNotEchoTheValue(t *testing.T) {
+	var p config.Policy
+	for _, in := range []string{`{"open_for": "hunter2pw"}`, `{"open_for": 31415926535897932384626433e300}`} {
+		err := json.Unmarshal([]byte(in), &p)
+		noEcho(t, in, err)
+		if err == nil || !strings.Contains(err.Error(), "open_for") {
+			t.Errorf("%s: got %v, want an error naming open_for", in, err)
+		}
+	}
+}
+
 // TestShortValuesAndNearMissesAreShown: a value too short to be a secret,
 // or a near miss of a valid choice, is still repeated whole: it is what the
 // user needs to see.
