@@ -139,7 +139,11 @@ func TestProtocolErrorRawPayload(t *testing.T) {
 // server is slow, not broken), so the next operation neither pays a
 // handshake nor fails on a connection our own deadline closed under it.
 func TestHTTPSessionKeptAfterTimeout(t *testing.T) {
-	fs, g, done := httpSetup(t, mcpfault.Config{Delay: 500 * time.Millisecond},
+	forProtocols(t, httpSessionKeptAfterTimeout)
+}
+
+func httpSessionKeptAfterTimeout(t *testing.T, p protocol) {
+	fs, g, done := httpSetup(t, p.config(mcpfault.Config{Delay: 500 * time.Millisecond}),
 		mcpguard.Server{Name: "slow", CallTimeout: 100 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}})
 	defer done()
 	tools, err := discover(t, t.Context(), g, "inv")
@@ -158,7 +162,7 @@ func TestHTTPSessionKeptAfterTimeout(t *testing.T) {
 	if out, err := tools["echo"].Run(newToolCtx(t.Context()), map[string]any{"text": "y"}); err != nil || out[mcpguard.KeyOutput] != "y" {
 		t.Fatalf("next call: out=%v err=%v", out, err)
 	}
-	if n := fs.Requests("initialize"); n != 1 {
-		t.Errorf("initialize requests = %d, want 1: the next call paid a handshake", n)
+	if n := fs.Handshakes(); n != 1 {
+		t.Errorf("handshakes = %d, want 1: the next call paid a handshake", n)
 	}
 }
