@@ -320,7 +320,22 @@ func (c *guardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if _, ok := ctx.Deadline(); !ok {
+	if dl, ok := ctx.Deadline(); ok {
+		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok && dl.After(h.legEnd) {
+			// A write under a context detached from our leg that carries a
+			// deadline of its own (go-sdk ≥ v1.7.0 sends
+			// notifications/cancelled under the leg's values with a 5s
+			// timeout, and closes the session only after it): the same
+			// courtesy bound as a detached write without one.
+			rem := h.remaining()
+			if rem <= 0 {
+				return nil // the operation is over: drop the courtesy notice
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, min(detachedWriteBound, rem))
+			defer cancel()
+		}
+	} else {
 		bound := writeBound
 		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok {
 			rem := h.remaining()
