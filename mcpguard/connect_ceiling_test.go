@@ -2,6 +2,7 @@ package mcpguard_test
 
 import (
 	"net/http"
+	"runtime"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -104,4 +105,50 @@ func TestHTTPListenWithinConnectCeiling(t *testing.T) {
 	g.Close()
 	fs.Close()
 	tr.CloseIdleConnections()
+}
+
+// TestHTTPLegacyAndCurrentInOneToolset: over streamable HTTP, a legacy
+// server (sessions, the initialize handshake) and a current one (stateless)
+// in one guard both serve their tools, through the real runner and plugin;
+// each was connected once, and no goroutine is left after Close.
+func TestHTTPLegacyAndCurrentInOneToolset(t *testing.T) {
+	base := runtime.NumGoroutine()
+	legacy := mcpfault.New(mcpfault.Config{Legacy: true})
+	current := mcpfault.New(mcpfault.Config{})
+	tr := &http.Transport{}
+	hc := mcpguard.HTTPClient(&http.Client{Transport: tr})
+	reg := testRegistry(t)
+	g := mcpguard.MustNew(reg, []mcpguard.Server{
+		{Name: "old", Required: true, Dial: legacy.HTTPDial(hc), ToolPrefix: "old_"},
+		{Name: "new", Required: true, Dial: current.HTTPDial(hc), ToolPrefix: "new_"},
+	})
+	if err := g.Start(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"old_echo", "new_echo"} {
+		tr := runTurn(t, t.Context(), reg, g, &scriptedLLM{Call: name, Args: map[string]any{"text": name}})
+		if tr.err != nil || tr.fnResp[mcpguard.KeyOutput] != name {
+			t.Errorf("%s through the runner: resp=%v err=%v", name, tr.fnResp, tr.err)
+		}
+	}
+	for name, fs := range map[string]*mcpfault.Server{"legacy": legacy, "current": current} {
+		if n := fs.Handshakes(); n != 1 {
+			t.Errorf("%s server: handshakes = %d, want 1", name, n)
+		}
+		if n := fs.Executions("echo"); n != 1 {
+			t.Errorf("%s server: echo ran %d times, want 1", name, n)
+		}
+	}
+	wantDiscover := 0
+	if sessionlessClient() {
+		wantDiscover = 1 // asked, refused, fell back
+	}
+	if n := legacy.Requests("server/discover"); n != wantDiscover {
+		t.Errorf("legacy server: server/discover requests = %d, want %d", n, wantDiscover)
+	}
+	g.Close()
+	legacy.Close()
+	current.Close()
+	tr.CloseIdleConnections()
+	waitGoroutines(t, base)
 }
