@@ -154,7 +154,9 @@ type Config struct {
 	// speaks the newest protocol its go-sdk serves: with go-sdk ≥ v1.7.0
 	// the sessionless protocol (one "server/discover", no initialize),
 	// served over HTTP statelessly (no Mcp-Session-Id); with an older
-	// go-sdk the initialize handshake, over HTTP statelessly too.
+	// go-sdk the initialize handshake, over HTTP statelessly too (that
+	// go-sdk's stateless handler still sends a session id, but never
+	// refuses a request for naming an unknown one).
 	Legacy bool
 }
 
