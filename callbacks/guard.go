@@ -453,6 +453,15 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if !ok {
 			continue
 		}
+		if h.agentGuard {
+			if at := h.agentToolFor(t); at != nil { // ADK's agent tool: its sub-agent runs protected (chain.go)
+				t = at
+				req.Tools[name] = at
+			}
+		}
+		if !h.autoGuard {
+			continue
+		}
 		if g, ok := t.(*GuardedTool); ok && g.h == h {
 			continue
 		}

@@ -1,0 +1,324 @@
+package plugin_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"google.golang.org/adk/agent"
+	"google.golang.org/adk/agent/llmagent"
+	"google.golang.org/adk/model"
+	adkplugin "google.golang.org/adk/plugin"
+	"google.golang.org/adk/runner"
+	"google.golang.org/adk/session"
+	"google.golang.org/adk/tool"
+	"google.golang.org/adk/tool/agenttool"
+	"google.golang.org/adk/tool/functiontool"
+	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/scripted"
+	breaker "github.com/adkbreaker/adkbreaker/plugin"
+	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
+)
+
+// chainEnv is a root agent whose only tool is an ADK agent tool for a
+// sub-agent ("researcher") whose tool, lookup, calls the "crm-api"
+// dependency; with levels 2, a "coordinator" agent sits between them,
+// reached through an agent tool too. The plugin is registered on the root
+// runner only, as users register it.
+type chainEnv struct {
+	t        *testing.T
+	clk      *registrytest.FakeClock
+	h        *callbacks.Handler
+	reg      *registry.Registry
+	r        *runner.Runner
+	down     atomic.Bool
+	panicky  atomic.Bool     // lookup panics (functiontool turns it into an error)
+	block    atomic.Bool     // lookup waits for its context to end
+	started  chan struct{}   // lookup started, when block is set
+	depCalls atomic.Int64    // calls that reached lookup's dependency
+	root     *scripted.Model // the root agent's model
+	models   atomic.Int64    // model calls, every agent of the chain
+	runs     atomic.Int64    // session numbers
+}
+
+// chainStep calls the tool name once and answers with what it got;
+// a stubborn model calls it again whatever it gets (the worst model: only
+// the plugin's turn limit stops it).
+func chainStep(name string, args map[string]any, stubborn bool) scripted.Step {
+	return func(req *model.LLMRequest) *model.LLMResponse {
+		if rs := scripted.LastResponses(req); rs == nil || stubborn {
+			return scripted.CallTools(scripted.Call{Name: name, Args: args})
+		}
+		return scripted.Text(fmt.Sprintf("answer from %s", name))
+	}
+}
+
+func newChainEnv(t *testing.T, levels int, stubborn bool, opts ...breaker.Option) *chainEnv {
+	t.Helper()
+	e := &chainEnv{t: t, clk: registrytest.NewFakeClock(time.Unix(1_700_000_000, 0)), started: make(chan struct{}, 16)}
+	base := []breaker.Option{
+		breaker.WithClock(e.clk),
+		breaker.WithDependency("crm-api", "lookup"),
+		breaker.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 3, OpenFor: 30 * time.Second, NoJitter: true, DisableFailureRate: true}),
+	}
+	h, err := breaker.NewHandler(append(base, opts...)...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.h, e.reg = h, h.Registry()
+	p, err := breaker.FromHandler(h, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lookup, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "Look a company up in the CRM."},
+		func(ctx agent.ToolContext, _ struct {
+			Company string `json:"company"`
+		}) (map[string]any, error) {
+			e.depCalls.Add(1)
+			switch {
+			case e.block.Load():
+				e.started <- struct{}{}
+				<-ctx.Done()
+				return nil, ctx.Err()
+			case e.panicky.Load():
+				panic("crm client: nil map")
+			case e.down.Load():
+				return nil, &callbacks.StatusError{Code: http.StatusServiceUnavailable}
+			}
+			return map[string]any{"company": "ACME GmbH"}, nil
+		})
+	if err != nil {
+		t.Fatal(err)
+	}
+	counted := func(name string, step scripted.Step) model.LLM {
+		return countingLLM{m: scripted.New(name, step).WithoutLog(), n: &e.models}
+	}
+	mk := func(name string, llm model.LLM, tools ...tool.Tool) agent.Agent {
+		a, err := llmagent.New(llmagent.Config{Name: name, Description: name + " sub-agent", Model: llm, Tools: tools})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	var sub agent.Agent = mk("researcher", counted("researcher", chainStep("lookup", map[string]any{"company": "ACME"}, stubborn)), lookup)
+	top := "researcher"
+	if levels == 2 {
+		sub = mk("coordinator", counted("coordinator", chainStep("researcher", map[string]any{"request": "ACME"}, stubborn)), agenttool.New(sub, nil))
+		top = "coordinator"
+	}
+	e.root = scripted.New("root", chainStep(top, map[string]any{"request": "Profile ACME"}, stubborn)).WithoutLog()
+	rootAgent := mk("assistant", countingLLM{m: e.root, n: &e.models}, agenttool.New(sub, nil))
+	e.r, err = runner.New(runner.Config{AppName: "chain", Agent: rootAgent, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return e
+}
+
+// countingLLM counts the model calls of every agent of a chain.
+type countingLLM struct {
+	m *scripted.Model
+	n *atomic.Int64
+}
+
+func (c countingLLM) Name() string { return c.m.Name() }
+func (c countingLLM) GenerateContent(ctx context.Context, req *model.LLMRequest, stream bool) iter.Seq2[*model.LLMResponse, error] {
+	c.n.Add(1)
+	return c.m.GenerateContent(ctx, req, stream)
+}
+
+func (e *chainEnv) turn(ctx context.Context) ([]*session.Event, error) {
+	n := e.runs.Add(1)
+	var evs []*session.Event
+	var first error
+	for ev, err := range e.r.Run(ctx, "u", fmt.Sprintf("s%d", n), genai.NewContentFromText("Profile ACME.", genai.RoleUser), agent.RunConfig{}) {
+		if err != nil && first == nil {
+			first = err
+		}
+		if ev != nil {
+			evs = append(evs, ev)
+		}
+	}
+	return evs, first
+}
+
+func (e *chainEnv) mustTurn() []*session.Event {
+	e.t.Helper()
+	evs, err := e.turn(e.t.Context())
+	if err != nil {
+		e.t.Fatalf("turn: %v", err)
+	}
+	return evs
+}
+
+func (e *chainEnv) assertNoPending() {
+	e.t.Helper()
+	if tk, inv := e.h.Pending(); tk != 0 || inv != 0 {
+		e.t.Fatalf("per-invocation state left behind: %d tickets, %d invocations", tk, inv)
+	}
+}
+
+func endedTurn(evs []*session.Event) bool {
+	for _, ev := range evs {
+		if m, ok := ev.CustomMetadata["adkbreaker"].(map[string]any); ok && m["ended_turn"] == true {
+			return true
+		}
+	}
+	return false
+}
+
+// rootResponse is the root agent's last function response.
+func rootResponse(t *testing.T, evs []*session.Event) map[string]any {
+	t.Helper()
+	rs := functionResponses(evs)
+	if len(rs) == 0 {
+		t.Fatal("the root agent got no function response")
+	}
+	return rs[len(rs)-1].Response
+}
+
+func TestChainSubAgentDependencyTripsSharedBreaker(t *testing.T) {
+	e := newChainEnv(t, 1, false)
+	e.down.Store(true)
+	for range 3 { // ConsecutiveFailures: 3, each failure in a sub-run
+		e.mustTurn()
+	}
+	if got := e.depCalls.Load(); got != 3 {
+		t.Fatalf("dependency calls while tripping = %d, want 3", got)
+	}
+	br, ok := e.reg.Lookup("crm-api")
+	if !ok || br.State() != registry.StateOpen {
+		t.Fatalf("the sub-agent's failures did not open the shared crm-api breaker (found %v)", ok)
+	}
+	models := e.models.Load()
+	evs := e.mustTurn()
+	if got := e.depCalls.Load(); got != 3 {
+		t.Fatalf("the open breaker let a sub-agent call through: %d calls", got)
+	}
+	info, ok := degrade.Parse(rootResponse(t, evs))
+	if !ok || info.Dependency != "crm-api" || info.Tool != "researcher" || info.Reason != degrade.ReasonCircuitOpen {
+		t.Fatalf("the agent tool's answer to the root is not crm-api's unavailable payload: %v %+v", ok, info)
+	}
+	// root → researcher → (lookup refused) → answer → root answers.
+	if got := e.models.Load() - models; got != 4 {
+		t.Fatalf("model calls in the short-circuited turn = %d, want 4 (two per agent)", got)
+	}
+	e.assertNoPending()
+}
+
+func TestChainEscalationSpansTheChain(t *testing.T) {
+	e := newChainEnv(t, 1, true, breaker.WithShortCircuitLimit(2), breaker.WithTurnLimit(3))
+	br, err := e.reg.Get("crm-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	br.Isolate()
+	models := e.models.Load()
+	evs, err := e.turn(t.Context())
+	if err != nil {
+		t.Fatalf("turn: %v (a turn ended inside a sub-run must still answer at the root)", err)
+	}
+	if e.depCalls.Load() != 0 {
+		t.Fatal("an isolated dependency was called")
+	}
+	if !endedTurn(evs) {
+		t.Fatal("the root turn was not ended by the turn limit counted across the chain")
+	}
+	info, ok := degrade.Parse(rootResponse(t, evs))
+	if !ok || !info.Terminal || info.Tool != "researcher" {
+		t.Fatalf("the root's last agent-tool answer is not terminal guidance: %v %+v", ok, info)
+	}
+	// Models called: the root once, the researcher three times (refused,
+	// refused with terminal guidance, refused: the turn limit); the plugin
+	// answers the researcher's fourth call and the root's second. Counted
+	// per sub-run, the stubborn root would never stop.
+	if got := e.models.Load() - models; got != 4 {
+		t.Fatalf("model calls in the escalated turn = %d, want 4", got)
+	}
+	e.assertNoPending()
+}
+
+func TestChainTwoLevelsProtected(t *testing.T) {
+	e := newChainEnv(t, 2, false)
+	e.down.Store(true)
+	for range 3 {
+		e.mustTurn()
+	}
+	if br, ok := e.reg.Lookup("crm-api"); !ok || br.State() != registry.StateOpen {
+		t.Fatal("failures two agent tools down did not open the shared breaker")
+	}
+	evs := e.mustTurn()
+	if got := e.depCalls.Load(); got != 3 {
+		t.Fatalf("dependency calls = %d, want 3", got)
+	}
+	info, ok := degrade.Parse(rootResponse(t, evs))
+	if !ok || info.Dependency != "crm-api" || info.Tool != "coordinator" {
+		t.Fatalf("the first-level agent tool did not answer the root with crm-api's payload: %v %+v", ok, info)
+	}
+	e.assertNoPending()
+}
+
+func TestChainWithoutAgentToolGuard(t *testing.T) {
+	e := newChainEnv(t, 1, false, breaker.WithoutAgentToolGuard())
+	e.down.Store(true)
+	for range 6 {
+		evs := e.mustTurn()
+		if _, ok := degrade.Parse(rootResponse(t, evs)); ok {
+			t.Fatal("an unguarded agent tool answered with a payload")
+		}
+	}
+	if got := e.depCalls.Load(); got != 6 {
+		t.Fatalf("dependency calls = %d, want 6: the sub-agent runs unprotected when opted out", got)
+	}
+	if br, ok := e.reg.Lookup("crm-api"); ok && br.State() != registry.StateClosed {
+		t.Fatal("the opted-out sub-agent's dependency has a tripped breaker")
+	}
+	e.assertNoPending()
+}
+
+// TestChainLeavesNoPerInvocationState runs 10,000 chained turns that end
+// every way: success, failure, short-circuit, a panicking tool, and the
+// caller's cancellation while the sub-agent's tool runs.
+func TestChainLeavesNoPerInvocationState(t *testing.T) {
+	e := newChainEnv(t, 1, false, breaker.WithTurnBudget(8, time.Minute))
+	const n = 10_000
+	var mu sync.Mutex // one turn at a time: the kinds are switched between turns
+	for i := range n {
+		mu.Lock()
+		e.down.Store(i%7 < 3)
+		e.panicky.Store(i%11 == 0)
+		if i%500 == 0 {
+			e.clk.Advance(31 * time.Second) // let half-open probes decide
+		}
+		if i%97 == 0 {
+			e.block.Store(true)
+			ctx, cancel := context.WithCancel(t.Context())
+			done := make(chan error, 1)
+			go func() { _, err := e.turn(ctx); done <- err }()
+			select {
+			case <-e.started:
+				cancel()
+				<-done
+			case err := <-done: // refused by the breaker: the tool never started
+				cancel()
+				_ = err
+			}
+			e.block.Store(false)
+		} else if _, err := e.turn(t.Context()); err != nil && !errors.Is(err, context.Canceled) {
+			t.Fatalf("turn %d: %v", i, err)
+		}
+		mu.Unlock()
+	}
+	e.assertNoPending()
+}
