@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path"
 	"reflect"
 	"strings"
 	"sync"
@@ -204,6 +205,23 @@ func (h *Handler) agentToolFor(t tool.Tool) *AgentTool {
 		h.nAgentTools.Add(1)
 	}
 	return at
+}
+
+// mapped reports whether a mapping names the tool name (exactly or by
+// pattern). An AgentTool is a dependency of its own only then: its
+// sub-agent's tools and model calls are the chain's dependencies, and a
+// breaker around the whole sub-run would trip on the sub-agent's own
+// slowness and hide its dependencies' breakers from the root.
+func (r *resolver) mapped(name string) bool {
+	if _, ok := r.exact[name]; ok {
+		return true
+	}
+	for _, p := range r.patterns {
+		if ok, _ := path.Match(p.glob, name); ok {
+			return true
+		}
+	}
+	return false
 }
 
 // maxAgentTools bounds the cache of AgentTools: agent tools are normally

@@ -455,8 +455,11 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		}
 		if h.agentGuard {
 			if at := h.agentToolFor(t); at != nil { // ADK's agent tool: its sub-agent runs protected (chain.go)
-				t = at
 				req.Tools[name] = at
+				if !h.res.mapped(at.Name()) {
+					continue // not a dependency of its own (see resolver.mapped)
+				}
+				t = at
 			}
 		}
 		if !h.autoGuard {

@@ -260,6 +260,9 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	if g, ok := t.(*GuardedTool); ok && g.h == h {
 		bd, flags = g.binding(), flagGuarded
 	} else {
+		if at, ok := t.(*AgentTool); ok && at.h == h && !h.res.mapped(at.Name()) {
+			return nil, nil // its sub-run is protected inside, call by call (chain.go)
+		}
 		bd = h.res.bind(t)
 	}
 	if bd.br == nil {

@@ -49,6 +49,8 @@ type chainEnv struct {
 	root     *scripted.Model // the root agent's model
 	models   atomic.Int64    // model calls, every agent of the chain
 	runs     atomic.Int64    // session numbers
+	svc      session.Service
+	tier     atomic.Value // the "tier" state lookup saw last
 }
 
 // chainStep calls the tool name once and answers with what it got;
@@ -63,7 +65,10 @@ func chainStep(name string, args map[string]any, stubborn bool) scripted.Step {
 	}
 }
 
-func newChainEnv(t *testing.T, levels int, stubborn bool, opts ...breaker.Option) *chainEnv {
+// newChainEnv builds the chain. levels is 1 or 2; 0 is one level whose
+// agent tool is built by Handler.AgentTool (the opt-in) in place of
+// agenttool.New; cfg configures the root's agent tool.
+func newChainEnv(t *testing.T, levels int, stubborn bool, cfg *agenttool.Config, opts ...breaker.Option) *chainEnv {
 	t.Helper()
 	e := &chainEnv{t: t, clk: registrytest.NewFakeClock(time.Unix(1_700_000_000, 0)), started: make(chan struct{}, 16)}
 	base := []breaker.Option{
@@ -85,6 +90,9 @@ func newChainEnv(t *testing.T, levels int, stubborn bool, opts ...breaker.Option
 			Company string `json:"company"`
 		}) (map[string]any, error) {
 			e.depCalls.Add(1)
+			if v, err := ctx.State().Get("tier"); err == nil {
+				e.tier.Store(v)
+			}
 			switch {
 			case e.block.Load():
 				e.started <- struct{}{}
@@ -117,8 +125,13 @@ func newChainEnv(t *testing.T, levels int, stubborn bool, opts ...breaker.Option
 		top = "coordinator"
 	}
 	e.root = scripted.New("root", chainStep(top, map[string]any{"request": "Profile ACME"}, stubborn)).WithoutLog()
-	rootAgent := mk("assistant", countingLLM{m: e.root, n: &e.models}, agenttool.New(sub, nil))
-	e.r, err = runner.New(runner.Config{AppName: "chain", Agent: rootAgent, SessionService: session.InMemoryService(), AutoCreateSession: true,
+	rootTool := agenttool.New(sub, cfg)
+	if levels == 0 {
+		rootTool = h.AgentTool(sub, cfg)
+	}
+	rootAgent := mk("assistant", countingLLM{m: e.root, n: &e.models}, rootTool)
+	e.svc = session.InMemoryService()
+	e.r, err = runner.New(runner.Config{AppName: "chain", Agent: rootAgent, SessionService: e.svc, AutoCreateSession: true,
 		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
 	if err != nil {
 		t.Fatal(err)
@@ -189,7 +202,7 @@ func rootResponse(t *testing.T, evs []*session.Event) map[string]any {
 }
 
 func TestChainSubAgentDependencyTripsSharedBreaker(t *testing.T) {
-	e := newChainEnv(t, 1, false)
+	e := newChainEnv(t, 1, false, nil)
 	e.down.Store(true)
 	for range 3 { // ConsecutiveFailures: 3, each failure in a sub-run
 		e.mustTurn()
@@ -210,6 +223,9 @@ func TestChainSubAgentDependencyTripsSharedBreaker(t *testing.T) {
 	if !ok || info.Dependency != "crm-api" || info.Tool != "researcher" || info.Reason != degrade.ReasonCircuitOpen {
 		t.Fatalf("the agent tool's answer to the root is not crm-api's unavailable payload: %v %+v", ok, info)
 	}
+	if _, ok := e.reg.Lookup("researcher"); ok {
+		t.Fatal("the agent tool got a breaker of its own: its sub-agent's dependencies are the chain's")
+	}
 	// root → researcher → (lookup refused) → answer → root answers.
 	if got := e.models.Load() - models; got != 4 {
 		t.Fatalf("model calls in the short-circuited turn = %d, want 4 (two per agent)", got)
@@ -218,7 +234,7 @@ func TestChainSubAgentDependencyTripsSharedBreaker(t *testing.T) {
 }
 
 func TestChainEscalationSpansTheChain(t *testing.T) {
-	e := newChainEnv(t, 1, true, breaker.WithShortCircuitLimit(2), breaker.WithTurnLimit(3))
+	e := newChainEnv(t, 1, true, nil, breaker.WithShortCircuitLimit(2), breaker.WithTurnLimit(3))
 	br, err := e.reg.Get("crm-api")
 	if err != nil {
 		t.Fatal(err)
@@ -250,7 +266,7 @@ func TestChainEscalationSpansTheChain(t *testing.T) {
 }
 
 func TestChainTwoLevelsProtected(t *testing.T) {
-	e := newChainEnv(t, 2, false)
+	e := newChainEnv(t, 2, false, nil)
 	e.down.Store(true)
 	for range 3 {
 		e.mustTurn()
@@ -270,7 +286,7 @@ func TestChainTwoLevelsProtected(t *testing.T) {
 }
 
 func TestChainWithoutAgentToolGuard(t *testing.T) {
-	e := newChainEnv(t, 1, false, breaker.WithoutAgentToolGuard())
+	e := newChainEnv(t, 1, false, nil, breaker.WithoutAgentToolGuard())
 	e.down.Store(true)
 	for range 6 {
 		evs := e.mustTurn()
@@ -291,7 +307,7 @@ func TestChainWithoutAgentToolGuard(t *testing.T) {
 // every way: success, failure, short-circuit, a panicking tool, and the
 // caller's cancellation while the sub-agent's tool runs.
 func TestChainLeavesNoPerInvocationState(t *testing.T) {
-	e := newChainEnv(t, 1, false, breaker.WithTurnBudget(8, time.Minute))
+	e := newChainEnv(t, 1, false, nil, breaker.WithTurnBudget(8, time.Minute))
 	const n = 10_000
 	var mu sync.Mutex // one turn at a time: the kinds are switched between turns
 	for i := range n {
@@ -319,6 +335,46 @@ func TestChainLeavesNoPerInvocationState(t *testing.T) {
 			t.Fatalf("turn %d: %v", i, err)
 		}
 		mu.Unlock()
+	}
+	e.assertNoPending()
+}
+
+// TestChainOptInAgentTool: an agent tool built by Handler.AgentTool is
+// protected where the plugin does not stand in for agent tools itself.
+func TestChainOptInAgentTool(t *testing.T) {
+	e := newChainEnv(t, 0, false, nil, breaker.WithoutAgentToolGuard())
+	e.down.Store(true)
+	for range 4 {
+		e.mustTurn()
+	}
+	if got := e.depCalls.Load(); got != 3 {
+		t.Fatalf("dependency calls = %d, want 3: the opted-in agent tool's sub-agent is protected", got)
+	}
+	if info, ok := degrade.Parse(rootResponse(t, e.mustTurn())); !ok || info.Dependency != "crm-api" {
+		t.Fatalf("the opted-in agent tool did not answer with the payload: %v %+v", ok, info)
+	}
+	e.assertNoPending()
+}
+
+// TestChainKeepsAgentToolBehaviour: the state copy, the answer as
+// {"result": text}, and SkipSummarization.
+func TestChainKeepsAgentToolBehaviour(t *testing.T) {
+	e := newChainEnv(t, 1, false, &agenttool.Config{SkipSummarization: true})
+	if _, err := e.svc.Create(t.Context(), &session.CreateRequest{AppName: "chain", UserID: "u", SessionID: "s1",
+		State: map[string]any{"tier": "gold"}}); err != nil {
+		t.Fatal(err)
+	}
+	models := e.models.Load()
+	evs := e.mustTurn()
+	if got := e.tier.Load(); got != "gold" {
+		t.Fatalf("the sub-agent's tool saw tier %v, want the caller's state copied", got)
+	}
+	if got := rootResponse(t, evs)["result"]; got != "answer from lookup" {
+		t.Fatalf("agent tool result = %v, want the sub-agent's text", got)
+	}
+	// SkipSummarization: the root model is not called after the agent tool.
+	if got := e.models.Load() - models; got != 3 {
+		t.Fatalf("model calls = %d, want 3 (root once, researcher twice)", got)
 	}
 	e.assertNoPending()
 }

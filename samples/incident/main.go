@@ -3,6 +3,7 @@
 //
 //	go run ./samples/incident -mode hang [-svg incident-hang.svg]
 //	go run ./samples/incident -mode fast [-svg incident-fast.svg]
+//	go run ./samples/incident -scenario chain -mode fast|hang
 //
 // Fifteen simulated minutes; a new user turn every 100 ms; the enrichment
 // API is down from minute 3 to minute 12, hanging until the tool's 5 s
@@ -30,11 +31,18 @@ import (
 func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
+	scenario := flag.String("scenario", "", `"chain": the dependency behind a sub-agent reached through an agent tool (chain.go)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
 	// collector saves about a tenth of its CPU for a few MB more heap.
 	debug.SetGCPercent(400)
-	if err := mainErr(os.Stdout, *mode, *svg); err != nil {
+	run := func() error { return mainErr(os.Stdout, *mode, *svg) }
+	if *scenario == "chain" {
+		run = func() error { return chainMain(os.Stdout, *mode) }
+	} else if *scenario != "" {
+		run = func() error { return fmt.Errorf("unknown -scenario %q", *scenario) }
+	}
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "incident:", err)
 		os.Exit(1)
 	}
