@@ -103,9 +103,10 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		err = b.outcomeErr(o, start, gen)
 	}
 	switch {
-	case hint > 0 && probe && o == Failure && b.pol.tripsOnHint() && sameReset(b.gen.Load(), gen):
+	case hint > 0 && probe && o == Failure && sameReset(b.gen.Load(), gen):
 		// A failed probe with a hint re-opens for at least the hint, with
-		// the hint's cause.
+		// the hint's cause (whether or not the policy trips on hints: a
+		// failed probe re-opens either way).
 		b.ObserveRetryAfter(hint)
 		b.failProbe(done, CauseRetryHint)
 	case hint > 0:
