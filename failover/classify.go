@@ -80,8 +80,8 @@ type Verdict struct {
 	Reason Reason
 	// RetryAfter is the server's retry hint (RetryInfo.retryDelay, or the
 	// Retry-After header captured by RetryAfterTransport). It becomes a
-	// floor for the breaker's open hold, and the endpoint is skipped until
-	// it has passed.
+	// floor for the breaker's open hold; whether it opens the breaker is the
+	// policy's TripOnRetryHint and RetryHintFailures.
 	RetryAfter time.Duration
 }
 
