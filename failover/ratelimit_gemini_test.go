@@ -119,9 +119,10 @@ func TestGeminiSustained429OpensOnTheThirdCall(t *testing.T) {
 		if open := b.State() == registry.StateOpen; open != (i == 3) {
 			t.Fatalf("after call %d: %v", i, b.State())
 		}
-		e.clk.Advance(100 * time.Millisecond)
+		if i < 3 {
+			e.clk.Advance(100 * time.Millisecond)
+		}
 	}
-	e.clk.Advance(-300 * time.Millisecond) // back to the trip, for exact arithmetic below
 	st := b.Status()
 	if st.Cause != registry.CauseRetryHint || st.RetryAfter != 40*time.Second {
 		t.Fatalf("open: %+v, want cause retry_hint for the 40 s hint", st)
@@ -327,4 +328,47 @@ func TestEndpointTimeoutLayering(t *testing.T) {
 		failover.WithLogger(slog.New(slog.DiscardHandler))); err != nil {
 		t.Errorf("4m under 5m: %v", err)
 	}
+}
+
+// Throttle first, open when it is an outage: with throttling on, a primary
+// refusing every call still opens on the third refusal that reaches it;
+// one failing with 503s (no hint) is never shed (only 429s count as
+// refusals) and opens by its consecutive-failure threshold.
+func TestGeminiThrottleLeavesOutagesToTheBreaker(t *testing.T) {
+	t.Run("every call 429", func(t *testing.T) {
+		e := newRLEnv(t, &config.Throttle{}, failover.WithThrottleRandom(rand.New(rand.NewPCG(5, 6)).Float64))
+		e.primary.setDefault(reply{status: 429, body: body429in40s})
+		b := mustBreaker(t, e.reg, e.pKey)
+		calls := 0
+		for b.State() != registry.StateOpen {
+			if calls++; calls > 100 {
+				t.Fatalf("not open after 100 calls (%d reached the primary)", e.primary.hits.Load())
+			}
+			if got := e.call(t); got != "from fallback" {
+				t.Fatalf("call %d: %q", calls, got)
+			}
+			e.clk.Advance(time.Second / 30)
+		}
+		if n := e.primary.hits.Load(); n != 3 {
+			t.Errorf("open after %d calls, %d of which reached the primary; want 3", calls, n)
+		}
+		t.Logf("open on call %d", calls)
+	})
+	t.Run("503 outage", func(t *testing.T) {
+		e := newRLEnv(t, &config.Throttle{}, failover.WithThrottleRandom(rand.New(rand.NewPCG(5, 6)).Float64))
+		e.primary.setDefault(reply{status: 503, body: body503})
+		b := mustBreaker(t, e.reg, e.pKey)
+		for i := 1; i <= 10; i++ {
+			if got := e.call(t); got != "from fallback" {
+				t.Fatalf("call %d: %q", i, got)
+			}
+			e.clk.Advance(time.Second / 30)
+		}
+		if b.State() != registry.StateOpen || e.primary.hits.Load() != 10 {
+			t.Errorf("after 10 503s: %v, primary called %d times; want open by consecutive_failures 10, nothing shed", b.State(), e.primary.hits.Load())
+		}
+		if st := e.m.Status()[0].Throttle; st.Rejections != 0 {
+			t.Errorf("shed %d calls of an outage", st.Rejections)
+		}
+	})
 }
