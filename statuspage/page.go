@@ -22,11 +22,11 @@ var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
 	"stamp":   stamp,
 	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
 	"secs":    secs,
-	"plural": func(n int, one, many string) string {
-		if n == 1 {
-			return "1 " + one
+	"plural": func(n any, one, many string) string { // n: any integer
+		if s := fmt.Sprint(n); s != "1" {
+			return s + " " + many
 		}
-		return fmt.Sprintf("%d %s", n, many)
+		return "1 " + one
 	},
 	"policy":     policyText,
 	"tripWindow": tripWindow,
