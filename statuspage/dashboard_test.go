@@ -1,6 +1,9 @@
 package statuspage_test
 
 import (
+	"encoding/json"
+	"os"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
@@ -132,4 +135,73 @@ func TestPageWithoutJavaScript(t *testing.T) {
 	if m := regexp.MustCompile(`<td>(\d\d:\d\d:\d\d[^<]*)</td>`).FindStringSubmatch(body); m != nil {
 		t.Errorf("a transition time without a date and zone: %q", m[1])
 	}
+}
+
+// TestDocsStatusExampleIsComplete: the status.json example in
+// docs/dashboards.md has every member a real document has (with every
+// optional part present), and none it lacks but the optional ones.
+func TestDocsStatusExampleIsComplete(t *testing.T) {
+	md, err := os.ReadFile(filepath.Join("..", "docs", "dashboards.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, after, ok := strings.Cut(string(md), "### The document, `adkbreaker.status/v1`")
+	if !ok {
+		t.Fatal("docs/dashboards.md has no status document section")
+	}
+	_, after, _ = strings.Cut(after, "```json\n")
+	block, _, _ := strings.Cut(after, "```")
+	var example any
+	if err := json.Unmarshal([]byte(block), &example); err != nil {
+		t.Fatalf("the example is not JSON: %v", err)
+	}
+
+	reg, clk := fakeRegistry(t, registry.WithPolicy("billing-api", registry.Policy{NoJitter: true}))
+	b := mustGet(t, reg, "billing-api")
+	h, _ := newPage(t, reg, statuspage.WithTools(map[registry.Key][]string{"billing-api": {"get_invoice"}}),
+		statuspage.WithFleet(func() (bool, string, map[string]uint64) { return true, "", map[string]uint64{"published": 1} }))
+	calls(clk, b, 5, time.Millisecond, registry.Failure)
+	calls(clk, b, 1, 0, registry.Success)
+	clk.Advance(time.Second)
+	raw, err := json.Marshal(h.Document())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var real any
+	if err := json.Unmarshal(raw, &real); err != nil {
+		t.Fatal(err)
+	}
+	optional := map[string]bool{"last_error": true, "count_window": true, "slow_call_seconds": true, "max_concurrent": true}
+	var walk func(path string, ex, re any)
+	walk = func(path string, ex, re any) {
+		switch r := re.(type) {
+		case map[string]any:
+			e, ok := ex.(map[string]any)
+			if !ok {
+				t.Errorf("%s: the example has %T, the document an object", path, ex)
+				return
+			}
+			if strings.HasSuffix(path, ".counters") {
+				return // the fleet's counter names are its own
+			}
+			for k, v := range r {
+				if ev, ok := e[k]; ok {
+					walk(path+"."+k, ev, v)
+				} else {
+					t.Errorf("the example lacks %s.%s", path, k)
+				}
+			}
+			for k := range e {
+				if _, ok := r[k]; !ok && !optional[k] {
+					t.Errorf("the example has %s.%s, which the document does not", path, k)
+				}
+			}
+		case []any:
+			e, ok := ex.([]any)
+			if ok && len(e) > 0 && len(r) > 0 {
+				walk(path+"[0]", e[0], r[0])
+			}
+		}
+	}
+	walk("$", example, real)
 }
