@@ -205,3 +205,29 @@ func TestDocsStatusExampleIsComplete(t *testing.T) {
 	}
 	walk("$", example, real)
 }
+
+// TestLatencySamplingFollowsThePage: the page switches the registry's
+// latency sampling on for the dependencies it shows, and off at Close
+// (a document built after Close does not switch it on again).
+func TestLatencySamplingFollowsThePage(t *testing.T) {
+	reg, clk := fakeRegistry(t)
+	b := mustGet(t, reg, "billing-api")
+	calls(clk, b, 2, time.Millisecond, registry.Success)
+	if n := b.Latencies().Total(); n != 0 {
+		t.Fatalf("%d latencies measured without a page", n)
+	}
+	h, err := statuspage.New(reg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	calls(clk, b, 3, time.Millisecond, registry.Success)
+	if n := b.Latencies().Total(); n != 3 {
+		t.Errorf("%d of 3 calls measured with the page", n)
+	}
+	h.Close()
+	h.Document()
+	calls(clk, b, 3, time.Millisecond, registry.Success)
+	if n := b.Latencies().Total(); n != 3 {
+		t.Errorf("%d calls measured, want still 3 after Close", n)
+	}
+}

@@ -73,6 +73,11 @@ func (h *Handler) sample() {
 	now := h.reg.Clock().Now()
 	h.rmu.Lock()
 	defer h.rmu.Unlock()
+	select {
+	case <-h.closed:
+		return // closed: latency sampling stays off
+	default:
+	}
 	for key, b := range h.reg.All() {
 		s := h.series[key]
 		cur := readCounters(b)
