@@ -42,7 +42,10 @@ func TestDocumentRates(t *testing.T) {
 	// Thirty seconds unseen, isolated, 60 calls refused: the gap is spread
 	// over the three intervals it covers.
 	b.Isolate()
-	calls(clk, b, 60, 0, registry.Success)
+	calls(clk, b, 20, 0, registry.Success)
+	h.Document() // a sample between the refusals: one entry all the same
+	calls(clk, b, 40, 0, registry.Success)
+	h.Document()
 	clk.Advance(30 * time.Second)
 	r = h.Document().Dependencies[0].Rates
 	if sc := r.ShortCircuitsPerSecond; len(sc) != 5 || sc[1] != 2 || sc[2] != 2 || sc[3] != 2 || sc[4] != 0 {

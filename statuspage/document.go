@@ -74,8 +74,8 @@ type Dependency struct {
 	// reason: circuit_open, half_open_busy, isolated, saturated.
 	Refusals map[string]uint64 `json:"refusals"`
 	// RecentRefusals are the latest changes of those counters as the page
-	// sampled them (about once a second), oldest first, at most
-	// RecentRefusals.
+	// sampled them (about once a second; see Refusal), oldest first, at
+	// most RecentRefusals.
 	RecentRefusals []Refusal `json:"recent_refusals"`
 	// Rates are the last ten minutes of traffic.
 	Rates Rates `json:"rates"`

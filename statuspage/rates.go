@@ -60,9 +60,13 @@ type series struct {
 	baseAt time.Time
 	last   counters // at the latest sample, for refusal deltas
 	lastAt time.Time
-	points [RatePoints - 1]ratePoint // closed intervals; points[bucket % len]
-	refs   [RecentRefusals]refusalEvent
-	nrefs  int // refusal events recorded, ever (refs is a ring)
+	// tuneAt and tuneCalls are when the latency sampling was last tuned and
+	// the calls reported then.
+	tuneAt    time.Time
+	tuneCalls uint64
+	points    [RatePoints - 1]ratePoint // closed intervals; points[bucket % len]
+	refs      [RecentRefusals]refusalEvent
+	nrefs     int // refusal events recorded, ever (refs is a ring)
 }
 
 func bucketOf(t time.Time) int64 { return t.UnixNano() / int64(RateInterval) }
@@ -85,7 +89,7 @@ func (h *Handler) sample() {
 			b.SampleLatency(1)
 			cur = readCounters(b)
 			bk := bucketOf(now)
-			s = &series{b: b, bucket: bk, first: bk, base: cur, baseAt: now, last: cur, lastAt: now}
+			s = &series{b: b, bucket: bk, first: bk, base: cur, baseAt: now, last: cur, lastAt: now, tuneAt: now, tuneCalls: total(cur.reported)}
 			h.series[key] = s
 			continue
 		}
@@ -96,10 +100,12 @@ func (h *Handler) sample() {
 		if bk := bucketOf(now); bk > s.bucket {
 			s.close(cur, now, bk)
 		}
-		// Tune the latency sampling to about latencyTarget calls a second.
-		if dt := now.Sub(s.lastAt).Seconds(); dt >= 0.5 {
-			calls := float64(total(cur.reported) - total(s.last.reported))
-			b.SampleLatency(samplingFor(calls / dt))
+		// Tune the latency sampling to about latencyTarget calls a second
+		// (documents sample too, so samples may come closer than that).
+		if dt := now.Sub(s.tuneAt).Seconds(); dt >= 1 {
+			n := total(cur.reported)
+			b.SampleLatency(samplingFor(float64(n-min(s.tuneCalls, n)) / dt))
+			s.tuneAt, s.tuneCalls = now, n
 		}
 		s.last, s.lastAt = cur, now
 	}
@@ -121,6 +127,14 @@ func (h *Handler) noteRefusals(s *series, b *registry.Breaker, cur counters, now
 		c := cause
 		if r == registry.RefusedSaturated {
 			c = 0 // a full bulkhead is no open breaker's doing
+		}
+		// Samples come often (documents sample too): a change like the
+		// latest one, within an interval of it, adds to it.
+		if s.nrefs > 0 {
+			if e := &s.refs[(s.nrefs-1)%RecentRefusals]; e.reason == r && e.cause == c && now.Sub(e.at) < RateInterval {
+				e.at, e.count = now, e.count+d
+				continue
+			}
 		}
 		s.refs[s.nrefs%RecentRefusals] = refusalEvent{at: now, reason: r, cause: c, count: d}
 		s.nrefs++
@@ -175,7 +189,7 @@ func samplingFor(rate float64) uint32 {
 	if rate <= latencyTarget {
 		return 1
 	}
-	n := uint32(min(rate/latencyTarget, 1<<20))
+	n := uint32(math.Ceil(min(rate/latencyTarget, 1<<20)))
 	return 1 << bits.Len32(n-1)
 }
 
@@ -203,7 +217,9 @@ type Rates struct {
 	RejectionsPerSecond []float64 `json:"rejections_per_second"`
 }
 
-// Refusal is a change of one refusal counter seen between two samples.
+// Refusal is a change of one refusal counter seen by the page's samples;
+// changes of the same reason and cause within RateInterval of each other
+// are added up, At being the latest.
 type Refusal struct {
 	At     time.Time `json:"at"`
 	Reason string    `json:"reason"` // circuit_open, half_open_busy, isolated, saturated
