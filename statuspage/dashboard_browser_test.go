@@ -284,6 +284,13 @@ func TestBrowserIsolateAsksAndReports(t *testing.T) {
 	if b.State() != registry.StateClosed {
 		t.Fatal("Cancel isolated it")
 	}
+	click(`#deps tr[data-dep="billing-api"] button.isolate`)
+	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("#confirm-token")),
+		chromedp.SendKeys(chromedp.CSS("#confirm-token"), "\x1b"), // Escape
+		chromedp.WaitNotVisible(chromedp.CSS("#confirm")))
+	if b.State() != registry.StateClosed {
+		t.Fatal("Escape isolated it")
+	}
 
 	click(`#deps tr[data-dep="billing-api"] button.isolate`)
 	do(t, ctx, chromedp.WaitVisible(chromedp.CSS("#confirm-token")),
