@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -15,6 +16,13 @@ const (
 	BackendGeminiAPI = "gemini_api"
 	BackendVertexAI  = "vertex_ai"
 )
+
+// otherBackends are names a user may write for backend that are not
+// supported (another provider, a near spelling): an error repeats them,
+// while any other refused value is shown only in part (it may be a secret
+// typed into the wrong field).
+var otherBackends = []string{"openai", "azure", "azure_openai", "anthropic", "bedrock", "ollama", "mistral", "cohere", "groq",
+	"gemini", "google", "google_ai", "googleai", "vertex", "vertexai", "gemini-api", "vertex-ai", "aistudio", "ai_studio"}
 
 func (c *File) validateModels() problems {
 	var ps problems
@@ -51,7 +59,15 @@ func (ch ModelChain) validate(p string) problems {
 		case "":
 			ps.add(ep+".backend", "required (%q or %q)", BackendGeminiAPI, BackendVertexAI)
 		default:
-			ps.add(ep+".backend", "unknown backend %s (want %q or %q)", quoteShort(e.Backend, 40), BackendGeminiAPI, BackendVertexAI)
+			// unknown backend "openai", or unknown backend: a string of 9
+			// characters ("hu…")
+			got := refusedChoice(e.Backend, []string{BackendGeminiAPI, BackendVertexAI}, otherBackends...)
+			if v, whole := strings.CutPrefix(got, "the string "); whole {
+				got = " " + v
+			} else {
+				got = ": " + got
+			}
+			ps.add(ep+".backend", "unknown backend%s (want %q or %q)", got, BackendGeminiAPI, BackendVertexAI)
 		}
 		if e.BaseURL != "" {
 			if msg := baseURLProblem(e.BaseURL); msg != "" {
@@ -74,6 +90,20 @@ func (ch ModelChain) validate(p string) problems {
 		seen[id] = i
 		if e.Policy != nil {
 			ps = append(ps, splitErrs(ep+".policy", e.Policy.Registry().Validate())...)
+		}
+		if t := e.Throttle; t != nil {
+			if t.K != 0 && !(t.K > 1 && t.K <= 10) {
+				ps.add(ep+".throttle.k", "must be in (1, 10], got %v (at 1 or below the throttle never notices the endpoint recover)", t.K)
+			}
+			if t.Window != 0 && (time.Duration(t.Window) < time.Second || time.Duration(t.Window) > time.Hour) {
+				ps.add(ep+".throttle.window", "must be in [1s, 1h], got %s", time.Duration(t.Window))
+			}
+			if t.MaxRejectProbability != 0 && !(t.MaxRejectProbability > 0 && t.MaxRejectProbability <= 1) {
+				ps.add(ep+".throttle.max_reject_probability", "must be in (0, 1], got %v", t.MaxRejectProbability)
+			}
+			if i == len(ch.Endpoints)-1 {
+				ps.add(ep+".throttle", "the last endpoint has no next endpoint to send shed calls to")
+			}
 		}
 	}
 	return ps

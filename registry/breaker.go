@@ -132,6 +132,10 @@ type Breaker struct {
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
+	if t := pol.TripOnRetryHint; t != nil {
+		v := *t // the breaker's own copy: never the caller's bool
+		pol.TripOnRetryHint = &v
+	}
 	b := &Breaker{key: key, reg: r, pol: pol, ct: newContain(&pol), hc: r.health[key]}
 	b.lastChange = r.clock.Now()
 	b.created = b.lastChange
@@ -464,17 +468,25 @@ func (b *Breaker) failProbe(done func(error), cause Cause) {
 
 // applyHint applies a server retry hint reported with an outcome of a call
 // admitted under Reset generation gen. A hint from a call admitted before a
-// Reset is dropped: the fresh breaker owes it nothing. By default a failure with a hint opens the breaker at once for
-// the hint (Trip with CauseRetryHint), for tools and model endpoints alike;
-// with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
-// floor for the hold (ObserveRetryAfter). It reports whether it tripped.
+// Reset is dropped: the fresh breaker owes it nothing. A failure with a hint
+// opens the breaker at once for the hint (Trip with CauseRetryHint) when the
+// policy trips on hints (the default); otherwise it opens it, for at least
+// the hint, only as the last of RetryHintFailures consecutive failures. In
+// every other case the hint only sets a floor for the hold
+// (ObserveRetryAfter). It reports whether it tripped.
 func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
 	if hint <= 0 || !sameReset(b.gen.Load(), gen) {
 		return false
 	}
-	if o == Failure && !b.pol.NoTripOnRetryHint {
-		b.Trip(hint, CauseRetryHint)
-		return true
+	if o == Failure {
+		if b.pol.tripsOnHint() {
+			b.Trip(hint, CauseRetryHint)
+			return true
+		}
+		// This failure is not counted yet: it is the streak's last.
+		if b.Closed() && int(b.cb.Load().Counts().ConsecutiveFailures)+1 >= b.pol.RetryHintFailures {
+			return b.trip(hint, CauseRetryHint, false, true)
+		}
 	}
 	b.ObserveRetryAfter(hint)
 	return false

@@ -84,8 +84,9 @@ func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 
 // DoneWithRetryAfter reports the outcome together with a server retry hint.
 // A failure with a hint opens the breaker at once for the hint, unless the
-// policy sets NoTripOnRetryHint; otherwise the hint becomes a floor for the
-// open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// policy sets TripOnRetryHint false (then only as the last of
+// RetryHintFailures consecutive failures); otherwise the hint becomes a
+// floor for the open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
 // before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r
@@ -107,9 +108,10 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		err = b.outcomeErr(o, start, gen)
 	}
 	switch {
-	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && sameReset(b.gen.Load(), gen):
+	case hint > 0 && probe && o == Failure && sameReset(b.gen.Load(), gen):
 		// A failed probe with a hint re-opens for at least the hint, with
-		// the hint's cause.
+		// the hint's cause (whether or not the policy trips on hints: a
+		// failed probe re-opens either way).
 		b.ObserveRetryAfter(hint)
 		b.failProbe(done, CauseRetryHint)
 	case hint > 0:

@@ -11,7 +11,8 @@
 //
 // A Redactor rewrites those attributes on ended spans, per key: Redact
 // (the payload sanitiser, package redact, applied leaf by leaf to JSON,
-// which is read as a stream only as far as the limit),
+// which is read as a stream only as far as the limit, and to JSON embedded
+// in its strings),
 // Hash (a short SHA-256 or HMAC-SHA-256 digest, for correlation) or Drop.
 // Defaults returns the keys covered by default and their modes. Install it
 // as an exporter wrapper (Redactor.Exporter) or, when the pipeline is built

@@ -20,6 +20,10 @@ import (
 // this layer when the connection drops mid-call (server-side counter); an
 // allowlisted one is retried within the budget.
 func TestAtMostOnce(t *testing.T) {
+	forProtocols(t, atMostOnce)
+}
+
+func atMostOnce(t *testing.T, p protocol) {
 	for _, tc := range []struct {
 		name       string
 		tool       string
@@ -42,7 +46,7 @@ func TestAtMostOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fs := mcpfault.New(mcpfault.Config{RecoverAfter: tc.recover})
+				fs := mcpfault.New(p.config(mcpfault.Config{RecoverAfter: tc.recover}))
 				defer fs.Close()
 				g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{{
 					Name: "pay", Dial: fs.Dial, IdempotentTools: tc.idempotent, Trusted: tc.trusted,
