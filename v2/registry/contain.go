@@ -474,9 +474,10 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	if !ok {
 		return false // the slow path decides, and counts
 	}
+	var start time.Time // r is left alone unless the call is admitted
 	if others || tr&trackSample != 0 {
 		var res int
-		if tr, res = c.entered(b, tr, others, &r.start); res != enterOK {
+		if tr, res = c.entered(b, tr, others, &start); res != enterOK {
 			return false
 		}
 	}
@@ -487,8 +488,10 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	}
 	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, tr, gen
 	if b.pol.SlowCall > 0 {
-		r.start = b.reg.clock.Now()
+		start = b.reg.clock.Now()
 	}
+	r.lat = b.latencyOn(&start)
+	r.start = start
 	return true
 }
 
@@ -583,6 +586,14 @@ func (b *Breaker) SetCallBudget(d time.Duration) {
 // switched off), then the failure rate over the count window when there is
 // one, else over the time window.
 func (b *Breaker) shouldTrip(c gobreaker.Counts) bool {
+	if b.readyToTrip(c) {
+		b.noteTripWindow(c) // the window the open state's counts no longer show
+		return true
+	}
+	return false
+}
+
+func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 	if b.forceTrip.Load() {
 		return true
 	}

@@ -31,6 +31,7 @@ type ticketRec struct {
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
+	lat   bool // a latency sample (stats.go)
 	// issued is the seq this use was issued under (read by lease expiry).
 	issued uint64
 	tr     track // contain bookkeeping (contain.go)
@@ -52,6 +53,7 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	} else {
 		r.start = time.Time{}
 	}
+	r.lat = b.latencyOn(&r.start)
 	// Publish under a new sequence number so copies from a previous use of
 	// this record can never match.
 	seq := r.seq.Load() + 2
@@ -93,10 +95,13 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, start, probe, tr, gen := r.b, r.done, r.start, r.probe, r.tr, r.gen
+	b, done, start, probe, tr, gen, lat := r.b, r.done, r.start, r.probe, r.tr, r.gen, r.lat
 	r.b, r.done = nil, nil
 	if !probe {
 		ticketPool.Put(r)
+	}
+	if lat {
+		b.observeLatency(o, start)
 	}
 	var err error
 	if tr != 0 {
