@@ -604,6 +604,13 @@ func (b *Breaker) checkSlow() bool {
 // not fail a half-open probe.
 func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, true) }
 
+// ProbeTimeout returns how long a half-open probe of this breaker may take
+// before it counts as failed: the probe lease, shortened to the call
+// timeout, the client's call budget (SetCallBudget) and the in-flight
+// slowness threshold when they are set. A fleet's probe lease lasts this
+// long.
+func (b *Breaker) ProbeTimeout() time.Duration { return b.probeTimeout() }
+
 // probeTimeout is how long a half-open probe may take before it counts as
 // failed: the probe lease, shortened to the call timeout, the client's call
 // budget (SetCallBudget) and the slowness threshold when they are set.
