@@ -124,16 +124,21 @@ type Policy struct {
 	// returns, and SlowInFlightCalls such calls open the breaker (cause
 	// slow_calls). Their outcomes, when they finally arrive, are excluded:
 	// they were counted once, when judged. If 0, the threshold is derived:
-	// SlowInFlightFactor × the observed latency of healthy calls, at least
-	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
-	// is not judged slow), at most the CallTimeout (or
-	// MaxDerivedSlowInFlight without one), armed after a few calls were
-	// measured. Either way, slow calls open the breaker only while they are
-	// at least half of the calls that started with them: a hang, not a few
-	// unlucky calls. The threshold also bounds a half-open probe.
+	// twice the observed p99 of healthy calls (so a long healthy tail is not
+	// judged slow), at least MinSlowInFlight and, while the tail is being
+	// learned (the first 64 measured calls), SlowInFlightFactor × their
+	// observed latency; at most the CallTimeout (or MaxDerivedSlowInFlight
+	// without one), armed after a few calls were measured. Either way, slow
+	// calls open the breaker only while they are at least half of the calls
+	// that started with them: a hang, not a few unlucky calls; with a
+	// derived threshold, also once the oldest outstanding call is past it
+	// and none of the calls after it that are past the healthy p99 has
+	// returned (a stall). The threshold also bounds a half-open probe.
 	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
 	// SlowInFlightFactor multiplies the observed healthy latency into the
-	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.
+	// derived threshold (when SlowInFlight is 0) while the latency tail is
+	// being learned; once it is known, the threshold follows the tail. If
+	// 0, 10. At least 1.
 	SlowInFlightFactor float64 `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
 	// SlowInFlightCalls is how many outstanding slow calls open the breaker.
 	// If 0, 3.
