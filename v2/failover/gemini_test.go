@@ -114,7 +114,7 @@ func (f *fakeGemini) handle(w http.ResponseWriter, r *http.Request) {
 	f.paths = append(f.paths, p)
 	f.mu.Unlock()
 	if r.Header.Get("x-goog-api-key") == "" {
-		http.Error(w, `{"error":{"code":401,"message":"no key","status":"UNAUTHENTICATED"}}`, 401)
+		http.Error(w, `{"error":{"code":401,"message":"no key","status":"UNAUTHENTICATED"}}`, http.StatusUnauthorized)
 		return
 	}
 	raw, _ := io.ReadAll(r.Body)
