@@ -625,7 +625,7 @@ func TestGeminiPluginFromNew(t *testing.T) {
 // TestGeminiFirstTurnAnswersReadablyByDefault: on the first turn every
 // endpoint is still closed and fails in turn, so the plugin cannot end the
 // turn beforehand; the user still gets a readable answer, not an error,
-// unless WithErrorWhenUnavailable asks for the error (issue 10, item 14).
+// unless WithErrorWhenUnavailable asks for the error.
 func TestGeminiFirstTurnAnswersReadablyByDefault(t *testing.T) {
 	for _, keepError := range []bool{false, true} {
 		t.Run(fmt.Sprintf("error=%v", keepError), func(t *testing.T) {
