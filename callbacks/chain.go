@@ -69,7 +69,8 @@ func chainOf(ctx context.Context, inv string) (string, *chainFrame) {
 	return inv, nil
 }
 
-// noteRefused records in ctx's sub-run, if ctx is one, that dep was refused.
+// noteRefused records in the sub-run f (nil: a root run, nothing to do)
+// that dep was refused.
 func noteRefused(f *chainFrame, dep registry.Key, reason degrade.Reason) {
 	if f == nil {
 		return
@@ -243,10 +244,10 @@ func (t *AgentTool) Unwrap() tool.Tool { return t.inner }
 // DisplayResultOnSkipSummarization delegates to ADK's agent tool, where it
 // has the method.
 func (t *AgentTool) DisplayResultOnSkipSummarization() bool {
-	d, ok := t.inner.(interface{ DisplayResultOnSkipSummarization() bool })
 	if t.inner == nil {
-		return displayOnSkip
+		return displayOnSkip // built by Handler.AgentTool: as ADK's agent tool answers
 	}
+	d, ok := t.inner.(interface{ DisplayResultOnSkipSummarization() bool })
 	return ok && d.DisplayResultOnSkipSummarization()
 }
 

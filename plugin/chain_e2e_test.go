@@ -378,3 +378,23 @@ func TestChainKeepsAgentToolBehaviour(t *testing.T) {
 	}
 	e.assertNoPending()
 }
+
+// TestChainTurnBudgetIsTheRootTurns: the sub-agent's model calls spend the
+// root turn's budget.
+func TestChainTurnBudgetIsTheRootTurns(t *testing.T) {
+	e := newChainEnv(t, 1, false, nil, breaker.WithTurnBudget(3, 0))
+	models := e.models.Load()
+	evs := e.mustTurn()
+	// Root, researcher (lookup), researcher (answer): three calls; the
+	// root's second is the fourth of the turn, answered by the plugin.
+	if got := e.models.Load() - models; got != 3 {
+		t.Fatalf("model calls = %d, want 3", got)
+	}
+	if !endedTurn(evs) {
+		t.Fatal("the turn budget did not count the sub-agent's model calls")
+	}
+	if got := e.depCalls.Load(); got != 1 {
+		t.Fatalf("dependency calls = %d, want 1", got)
+	}
+	e.assertNoPending()
+}
