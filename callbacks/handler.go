@@ -24,7 +24,9 @@ import (
 // Dependency holds per-dependency options of the callbacks.
 type Dependency struct {
 	// Alternatives are tool names the model may use instead; they are listed
-	// in the unavailable payload.
+	// in the unavailable payload. One that is not among the tools of a model
+	// request declaring a tool of the dependency is logged once (WARN) and
+	// still offered: see altCheck.
 	Alternatives []string `json:"alternatives,omitempty" yaml:"alternatives,omitempty"`
 	// CacheLastGood keeps recent successful results (per tool and arguments)
 	// and offers the matching one, with its age, in the unavailable payload.
@@ -161,6 +163,7 @@ type Handler struct {
 
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
+	alts          *altCheck // alternatives.go
 }
 
 // New returns a Handler. Invalid configuration returns one error listing
@@ -231,6 +234,7 @@ func New(cfg Config) (*Handler, error) {
 		return nil, err
 	}
 	h.res = res
+	h.alts = newAltCheck(cfg.Dependencies)
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
 	h.callObs, _ = h.obs.(CallObserver)
@@ -588,6 +592,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 	}
 	if h.autoGuard && req != nil && len(req.Tools) > 0 {
 		h.guardRequest(req)
+	}
+	if req != nil && h.alts.left.Load() != 0 {
+		h.checkAlternatives(ctx, ctx.AgentName(), req) // alternatives.go
 	}
 	if req != nil {
 		for _, g := range h.guards {

@@ -288,6 +288,16 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	return &binding{key: key, tool: k.name, br: br, callTimeout: pol.CallTimeout, shadow: pol.Shadow}
 }
 
+// keyOfTool returns the dependency t's calls are counted under, without
+// creating anything; false for a tool passed through unprotected.
+func (r *resolver) keyOfTool(t tool.Tool) (registry.Key, bool) {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
+		return b.key, b.br != nil
+	}
+	return r.keyFor(k)
+}
+
 // protection reports whether calls of t go through a breaker (or will,
 // once its breaker is created; it creates nothing), with t's binding when it
 // is cached already (nil otherwise), and whether that breaker's policy is
