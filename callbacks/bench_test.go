@@ -21,7 +21,7 @@ import (
 // need panics, which keeps the fake honest.
 type fakeToolCtx struct {
 	agent.ToolContext
-	context.Context
+	std       context.Context // named: in ADK v2 the tool context type is agent.Context, so an embedded context.Context would clash
 	inv, call string
 }
 
@@ -30,12 +30,12 @@ func (c *fakeToolCtx) FunctionCallID() string { return c.call }
 func (c *fakeToolCtx) Branch() string         { return "" }
 func (c *fakeToolCtx) AppName() string        { return "app" }
 func (c *fakeToolCtx) UserID() string         { return "user" }
-func (c *fakeToolCtx) Err() error             { return c.Context.Err() }
-func (c *fakeToolCtx) Done() <-chan struct{}  { return c.Context.Done() }
+func (c *fakeToolCtx) Err() error             { return c.std.Err() }
+func (c *fakeToolCtx) Done() <-chan struct{}  { return c.std.Done() }
 func (c *fakeToolCtx) Deadline() (time.Time, bool) {
-	return c.Context.Deadline()
+	return c.std.Deadline()
 }
-func (c *fakeToolCtx) Value(k any) any { return c.Context.Value(k) }
+func (c *fakeToolCtx) Value(k any) any { return c.std.Value(k) }
 
 type fakeInvCtx struct {
 	agent.InvocationContext
@@ -116,7 +116,7 @@ func BenchmarkToolPath(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h := newHandler(b, registry.WithDefaultPolicy(c.pol))
-			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 			tl := &fakeTool{name: "get_invoice"}
 			b.ReportAllocs()
 			for b.Loop() {
@@ -141,7 +141,7 @@ func BenchmarkToolPath(b *testing.B) {
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h := newHandler(b, c.opts...)
-			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 			gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 			b.ReportAllocs()
 			for b.Loop() {
@@ -179,7 +179,7 @@ func BenchmarkToolPath(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			n := g.Add(1)
-			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
 			for pb.Next() {
 				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
 					b.Fatal("short-circuited")
@@ -195,7 +195,7 @@ func BenchmarkToolPath(b *testing.B) {
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
 			n := g.Add(1)
-			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
 			for pb.Next() {
 				if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
 					b.Fatal("short-circuited")
@@ -236,7 +236,7 @@ func BenchmarkToolPath(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			n := g.Add(1)
 			tl := &fakeTool{name: "tool_" + strconv.FormatInt(n, 10)}
-			ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
+			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
 			for pb.Next() {
 				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
 					b.Fatal("short-circuited")
@@ -256,7 +256,7 @@ func benchOpen(h *callbacks.Handler, name string, g int64, next func() bool) {
 	for i := range invs {
 		invs[i] = fmt.Sprintf("e-%d-%d", g, i)
 	}
-	ctx := &fakeToolCtx{Context: context.Background(), call: "adk-call"}
+	ctx := &fakeToolCtx{std: context.Background(), call: "adk-call"}
 	ictx := &fakeInvCtx{}
 	for i := 0; next(); i++ {
 		ctx.inv = invs[(i/4)%len(invs)]

@@ -125,7 +125,7 @@ func TestResolution(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ctx := &fakeToolCtx{Context: context.Background(), inv: "e-1", call: "adk-call-0001"}
+	ctx := &fakeToolCtx{std: context.Background(), inv: "e-1", call: "adk-call-0001"}
 	for _, tc := range []struct {
 		tool tool.Tool
 		want registry.Key

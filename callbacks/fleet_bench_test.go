@@ -61,7 +61,7 @@ func newFleetHandler(tb testing.TB) (*callbacks.Handler, *fleet.Fleet, *commandC
 // sharing enabled send zero commands to Redis.
 func TestToolPathMakesNoRedisCalls(t *testing.T) {
 	h, f, cc := newFleetHandler(t)
-	ctx := &fakeToolCtx{Context: context.Background(), inv: "inv", call: "call"}
+	ctx := &fakeToolCtx{std: context.Background(), inv: "inv", call: "call"}
 	tl := &fakeTool{name: "get_invoice"}
 	h.BeforeTool(ctx, tl, nil) // creates the breaker (its first resync is not the tool path's)
 	h.AfterTool(ctx, tl, nil, nil, nil)
@@ -105,7 +105,7 @@ func TestToolPathDoesNotWaitForABlackholedRedis(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	ctx := &fakeToolCtx{Context: context.Background(), inv: "inv", call: "call"}
+	ctx := &fakeToolCtx{std: context.Background(), inv: "inv", call: "call"}
 	tl := &fakeTool{name: "get_invoice"}
 	var worst time.Duration
 	for range 2000 {
@@ -128,7 +128,7 @@ func TestToolPathDoesNotWaitForABlackholedRedis(t *testing.T) {
 func BenchmarkToolPathFleet(b *testing.B) {
 	b.Run("closed-fleet", func(b *testing.B) {
 		h, _, cc := newFleetHandler(b)
-		ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call"}
+		ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 		tl := &fakeTool{name: "get_invoice"}
 		before := cc.n.Load()
 		b.ReportAllocs()

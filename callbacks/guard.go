@@ -393,7 +393,7 @@ func (g *GuardedTool) exec(ctx agent.ToolContext, args any, bd *binding) (map[st
 func (g *GuardedTool) runTimed(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
 	dctx, cancel := context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
 	defer cancel()
-	res, err := g.inner.Run(&deadlineToolContext{ToolContext: ctx, ctx: dctx}, args)
+	res, err := g.inner.Run(&deadlineToolContext{toolContext: ctx, ctx: dctx}, args)
 	return res, g.h.judge(ctx, dctx, bd, err), err
 }
 
@@ -431,9 +431,13 @@ func (h *Handler) judge(ctx, dctx context.Context, bd *binding, err error) regis
 // is the call's own tool context, so the tool's effects land where ADK
 // expects them.
 type deadlineToolContext struct {
-	agent.ToolContext
+	toolContext
 	ctx context.Context
 }
+
+// toolContext names the embedded tool context: its field name is then the
+// same on every ADK line (ADK v2 calls the type agent.Context).
+type toolContext = agent.ToolContext
 
 func (c *deadlineToolContext) Deadline() (time.Time, bool) { return c.ctx.Deadline() }
 func (c *deadlineToolContext) Done() <-chan struct{}       { return c.ctx.Done() }

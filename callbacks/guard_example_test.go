@@ -28,8 +28,10 @@ func ExampleHandler_Guard() {
 	h, _ := callbacks.New(callbacks.Config{Registry: reg,
 		Mappings: []callbacks.Mapping{{Tools: []string{"get_invoice"}, Dependency: "billing-api"}}})
 	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
-		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"status": "paid"}, nil })
-	denied := func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
+			return map[string]any{"status": "paid"}, nil
+		})
+	denied := func(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) {
 		return nil, errors.New("this user may not read invoices")
 	}
 	model := scripted.New("m", func(req *adkmodel.LLMRequest) *adkmodel.LLMResponse {

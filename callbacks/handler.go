@@ -17,6 +17,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/adkctx"
 	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -310,9 +311,9 @@ func (h *Handler) observeShadow(ctx context.Context, bd *binding, d registry.Dec
 // admitted reports whether call (an agent.ToolContext) is a call BeforeTool
 // admitted on key's breaker and whose outcome is still to be reported.
 func (h *Handler) admitted(call any, key registry.Key) bool {
-	ctx, ok := call.(agent.ToolContext)
+	ctx, ok := adkctx.Tool(call)
 	if d, isDeadline := ctx.(*deadlineToolContext); isDeadline {
-		ctx = d.ToolContext // a GuardedTool's CallTimeout context: the call's own tool context inside
+		ctx = d.toolContext // a GuardedTool's CallTimeout context: the call's own tool context inside
 	}
 	if !ok || ctx == nil || !reflect.TypeOf(ctx).Comparable() {
 		return false // not a call this handler could have admitted (pending calls are keyed by identity)

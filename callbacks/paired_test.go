@@ -37,8 +37,8 @@ func TestPairedToolPath(t *testing.T) {
 	hOpen := newHandler(t)
 	_ = hOpen.Registry().Isolate("get_invoice")
 	tl := &fakeTool{name: "get_invoice"}
-	ctx := &fakeToolCtx{Context: context.Background(), inv: "e-inv", call: "adk-call-0001"}
-	octx := &fakeToolCtx{Context: context.Background(), call: "adk-call-0002"}
+	ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-0001"}
+	octx := &fakeToolCtx{std: context.Background(), call: "adk-call-0002"}
 	ictx := &fakeInvCtx{}
 	invs := make([]string, 1024)
 	for i := range invs {

@@ -10,7 +10,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// A pending call is identified by its tool context. ADK (v1.7.0) creates one
+// A pending call is identified by its tool context. ADK (v1.7.0 and v2.2.0) creates one
 // agent.ToolContext per function call and passes that same object to
 // BeforeTool, OnToolError and AfterTool, so identity names exactly one call.
 // Keys built from strings cannot: call IDs come from the model and repeat (a

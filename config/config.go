@@ -310,7 +310,7 @@ func (c *File) validate() problems {
 	switch d.UnmappedTools {
 	case "", "protect", "pass_through":
 	default:
-		ps.add("defaults.unmapped_tools", "must be \"protect\" or \"pass_through\", got %s", quoteShort(d.UnmappedTools, 40))
+		ps.add("defaults.unmapped_tools", "must be \"protect\" or \"pass_through\", got %s", refusedChoice(d.UnmappedTools, []string{"protect", "pass_through"}))
 	}
 	defErrs := splitErrs("defaults.policy", d.Policy.Registry().Validate())
 	ps = append(ps, defErrs...)

@@ -236,7 +236,7 @@ func TestDurationErrors(t *testing.T) {
 		{`"30"`, `"30"`, `"30"`}, // a string needs a unit
 		{`[1]`, `[1]`, "a list"},
 		{`{a: 1}`, `{"a": 1}`, "a mapping"},
-		{`1e300`, `1e300`, "1e300"},
+		{`1e300`, `1e300`, "a number of 5 characters (1e…) (out of range)"},
 		{`.nan`, `true`, ""},
 	} {
 		_, err := parse(t, "version: 1\ndefaults:\n  policy:\n    probe_lease: "+tc.yaml+"\n", config.YAML)
@@ -336,7 +336,7 @@ func TestTypeErrors(t *testing.T) {
 		{"yaml string for int", "version: 1\ndefaults:\n  turn_limit: five\n", config.YAML, "defaults.turn_limit", `want an integer, got the string "five"`},
 		{"yaml string for number", "version: 1\ndefaults:\n  policy:\n    failure_rate: half\n", config.YAML, "defaults.policy.failure_rate", `want a number, got the string "half"`},
 		{"yaml int for bool", "version: 1\ndependencies:\n  a:\n    cache_last_good: 2\n", config.YAML, "dependencies.a.cache_last_good", "want true or false, got the integer 2"},
-		{"yaml scalar for list", "version: 1\ndependencies:\n  a:\n    tools: get_invoice\n", config.YAML, "dependencies.a.tools", `want a list of strings, got the string "get_invoice"`},
+		{"yaml scalar for list", "version: 1\ndependencies:\n  a:\n    tools: get_invoice\n", config.YAML, "dependencies.a.tools", `want a list of strings, got a string of 11 characters ("ge…")`},
 		{"yaml list for mapping", "version: 1\ndependencies: [a, b]\n", config.YAML, "dependencies", "want a mapping of names to values, got a list"},
 		{"yaml string version", "version: one\n", config.YAML, "version", `want an integer, got the string "one"`},
 		{"json string for int", `{"version": 1, "defaults": {"turn_limit": "five"}}`, config.JSON, "defaults.turn_limit", `want an integer, got the string "five"`},
@@ -344,9 +344,9 @@ func TestTypeErrors(t *testing.T) {
 		{"json string for bool", `{"version": 1, "dependencies": {"a": {"cache_last_good": "yes"}}}`, config.JSON, "dependencies.a.cache_last_good", `want true or false, got the string "yes"`},
 		{"json number in list", `{"version": 1, "dependencies": {"a": {"tools": ["x", 5]}}}`, config.JSON, "dependencies.a.tools[1]", "want a string, got the number 5"},
 		{"yaml top-level list", "- a\n- b\n", config.YAML, "", "want a mapping of field names to values, got a list"},
-		{"yaml int out of range", "version: 1\ndefaults:\n  turn_limit: 99999999999999999999\n", config.YAML, "defaults.turn_limit", "want an integer, got the number 99999999999999999999 (out of range)"},
+		{"yaml int out of range", "version: 1\ndefaults:\n  turn_limit: 99999999999999999999\n", config.YAML, "defaults.turn_limit", "want an integer, got a number of 20 characters (99…) (out of range)"},
 		{"json top-level string", `"x"`, config.JSON, "", `want a mapping of field names to values, got the string "x"`},
-		{"json number out of range", `{"version": 1, "defaults": {"policy": {"failure_rate": 1e999}}}`, config.JSON, "defaults.policy.failure_rate", "want a number, got the number 1e999 (out of range)"},
+		{"json number out of range", `{"version": 1, "defaults": {"policy": {"failure_rate": 1e999}}}`, config.JSON, "defaults.policy.failure_rate", "want a number, got a number of 5 characters (1e…) (out of range)"},
 		{"json object for list", `{"version": 1, "models": {"m": {"endpoints": {}}}}`, config.JSON, "models.m.endpoints", "want a list, got an object"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,7 +391,7 @@ func TestManyProblems(t *testing.T) {
 	want := map[string]string{
 		"version":                                      "must be 1, got 2",
 		"defaults.turn_limit":                          "must be ≥ 0, got -1",
-		"defaults.unmapped_tools":                      `must be "protect" or "pass_through", got "drop"`,
+		"defaults.unmapped_tools":                      `must be "protect" or "pass_through", got the string "drop"`,
 		"defaults.policy.open_for":                     "must be ≥ 0, got -5s",
 		"dependencies.billing-api.tools[0]":            "empty tool name",
 		"dependencies.billing-api.policy.failure_rate": "must be in (0, 1], got 1.5",

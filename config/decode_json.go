@@ -261,6 +261,8 @@ func (w *jsonWalker) array(t reflect.Type, path string) (any, bool) {
 	return arr, w.err == nil
 }
 
+// describeJSON describes a JSON token, repeating at most a few characters
+// of a string or number (refused).
 func describeJSON(tok json.Token) string {
 	switch v := tok.(type) {
 	case json.Delim:
@@ -269,9 +271,9 @@ func describeJSON(tok json.Token) string {
 		}
 		return "a list"
 	case string:
-		return "the string " + quoteShort(v, 40)
+		return refused("string", v, true)
 	case json.Number:
-		return "the number " + string(v)
+		return refused("number", string(v), false)
 	case bool:
 		return strconv.FormatBool(v)
 	}

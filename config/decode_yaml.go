@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -82,9 +83,27 @@ var reYAMLSyntax = regexp.MustCompile(`(?s)^yaml: line (\d+): (.*)$`)
 func yamlSyntax(err error) Problem {
 	if m := reYAMLSyntax.FindStringSubmatch(err.Error()); m != nil {
 		line, _ := strconv.Atoi(m[1])
-		return Problem{Line: line, Message: "invalid YAML: " + m[2]}
+		return Problem{Line: line, Message: "invalid YAML: " + shortenQuoted(m[2])}
 	}
-	return Problem{Message: "invalid YAML: " + strings.TrimPrefix(err.Error(), "yaml: ")}
+	return Problem{Message: "invalid YAML: " + shortenQuoted(strings.TrimPrefix(err.Error(), "yaml: "))}
+}
+
+// reYAMLQuoted finds what yaml.v3's messages quote from the file: a value
+// (cannot decode !!str `…` as a !!int) or an alias (unknown anchor '…').
+var reYAMLQuoted = regexp.MustCompile("`[^`]*`|'[^']*'")
+
+// shortenQuoted cuts what a yaml.v3 message quotes from the file to its
+// first characters, as refused does: it may be a secret written where a
+// number was due (db: !!int hunter2), or a password that YAML read as an
+// alias (db: *hunter2).
+func shortenQuoted(msg string) string {
+	return reYAMLQuoted.ReplaceAllStringFunc(msg, func(q string) string {
+		open, in := q[:1], q[1:len(q)-1]
+		if utf8.RuneCountInString(in) <= shownWhole {
+			return q
+		}
+		return open + string([]rune(in)[:shownPrefix]) + "…" + open
+	})
 }
 
 // yamlEntry is a node and the field path it is written at.
@@ -257,24 +276,33 @@ func wantYAML(goType string) string {
 	return goType
 }
 
-// gotYAML describes a YAML value from its tag.
+// gotYAML describes a YAML value from its tag, repeating at most a few of
+// its characters (refused).
 func gotYAML(tag, val string) string {
-	kind := map[string]string{
-		"!!str": "the string", "!!int": "the integer", "!!float": "the number", "!!bool": "the boolean",
-		"!!null": "null", "!!map": "a mapping", "!!seq": "a list", "!!timestamp": "the timestamp", "!!binary": "binary data",
-	}[tag]
-	if kind == "" {
-		kind = "a value tagged " + tag
-	}
 	switch tag {
-	case "!!map", "!!seq", "!!null", "!!binary":
-		return kind
+	case "!!map":
+		return "a mapping"
+	case "!!seq":
+		return "a list"
+	case "!!null":
+		return "null"
+	case "!!binary":
+		return "binary data"
+	case "!!bool":
+		return "the boolean " + val
+	case "!!str":
+		return refused("string", val, true)
+	case "!!int":
+		return refused("integer", val, false)
+	case "!!float":
+		return refused("number", val, false)
+	case "!!timestamp":
+		return refused("timestamp", val, false)
 	}
-	if tag == "!!str" {
-		return kind + " " + quoteShort(val, 40)
+	if !strings.HasPrefix(tag, "!!") {
+		// A local tag is whatever followed a "!" (a password such as
+		// !Secret123 is read as one): not shown.
+		return "a value with a custom tag"
 	}
-	if len(val) > 40 {
-		val = val[:40] + "…"
-	}
-	return kind + " " + val
+	return refused("value tagged "+tag, val, true)
 }

@@ -43,6 +43,14 @@
 // Decoding problems come first, in file order, then validation problems.
 // A value that could not be decoded is not reported again by validation.
 //
+// Problems end up in logs, and a value typed into the wrong field may be a
+// secret (a password pasted as fleet.db), so a refused value is named by its
+// kind and, if it is longer than four characters, by its length and first
+// two characters only: "fleet.db: want an integer, got a string of 9
+// characters ("hu…")". A near miss of a valid choice is shown whole, with a
+// suggestion ("protec" (did you mean "protect"?)). Fields that name an
+// environment variable never show the value.
+//
 // # Inheritance
 //
 // A dependency's policy overrides defaults.policy field by field: fields it

@@ -24,7 +24,8 @@ func (d Duration) String() string { return time.Duration(d).String() }
 const maxSeconds = float64(1<<62) / float64(time.Second)
 
 // UnmarshalJSON accepts "1m30s" or 90 (seconds). A wrong value is reported
-// as a *json.UnmarshalTypeError, so encoding/json names the field.
+// as a *json.UnmarshalTypeError, so encoding/json names the field; the error
+// names the value's kind, not the value.
 func (d *Duration) UnmarshalJSON(b []byte) error {
 	b = bytes.TrimSpace(b)
 	if string(b) == "null" {
@@ -36,18 +37,35 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 			return err
 		}
 		if err := d.parse(s); err != nil {
-			return &json.UnmarshalTypeError{Value: "string " + quoteShort(s, 40), Type: reflect.TypeFor[Duration]()}
+			return &json.UnmarshalTypeError{Value: "string", Type: reflect.TypeFor[Duration]()}
 		}
 		return nil
 	}
 	var f float64
 	if err := json.Unmarshal(b, &f); err != nil {
-		return &json.UnmarshalTypeError{Value: string(b), Type: reflect.TypeFor[Duration]()}
+		return &json.UnmarshalTypeError{Value: jsonKind(b), Type: reflect.TypeFor[Duration]()}
 	}
 	if err := d.seconds(f); err != nil {
-		return &json.UnmarshalTypeError{Value: "number " + string(b), Type: reflect.TypeFor[Duration]()}
+		return &json.UnmarshalTypeError{Value: "number", Type: reflect.TypeFor[Duration]()}
 	}
 	return nil
+}
+
+// jsonKind names the kind of the JSON value b, as encoding/json's errors
+// do ("object", "array", "bool", "number"), without repeating it: the value
+// may be a secret typed into the wrong field.
+func jsonKind(b []byte) string {
+	switch {
+	case len(b) == 0:
+		return "value"
+	case b[0] == '{':
+		return "object"
+	case b[0] == '[':
+		return "array"
+	case b[0] == 't' || b[0] == 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 // MarshalJSON writes the duration as a string ("1m30s").
@@ -66,20 +84,21 @@ func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
 		}
 		return bad("a list")
 	}
-	switch n.ShortTag() {
+	switch tag := n.ShortTag(); tag {
 	case "!!int", "!!float":
 		var f float64
 		if err := n.Decode(&f); err != nil || d.seconds(f) != nil {
-			return bad(n.Value + " (out of range)")
+			return bad(gotYAML(tag, n.Value) + " (out of range)")
 		}
 		return nil
 	case "!!str":
 		if d.parse(n.Value) != nil {
-			return bad(quoteShort(n.Value, 40))
+			return bad(gotYAML(tag, n.Value))
 		}
 		return nil
+	default:
+		return bad(gotYAML(tag, n.Value))
 	}
-	return bad(quoteShort(n.Value, 40))
 }
 
 // MarshalYAML writes the duration as a string ("1m30s"), so that a marshaled

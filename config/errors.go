@@ -312,6 +312,54 @@ func want(t reflect.Type) string {
 	return t.String()
 }
 
+// A refused value is named by its kind and at most a few of its
+// characters, never in full: a value typed into the wrong field may be a
+// secret (a password pasted as fleet.db), and problems end up in logs.
+const (
+	// shownWhole is the longest value repeated whole: a typo such as
+	// "five", "soon" or "1.5", too short to be a secret.
+	shownWhole = 4
+	// shownPrefix is how many leading characters of a longer value are
+	// repeated.
+	shownPrefix = 2
+)
+
+// refused describes a refused value of a kind ("string", "number"):
+// `the string "five"` when it is short, `a string of 9 characters ("hu…")`
+// otherwise. quote quotes the characters shown (strings); numbers are shown
+// as they are.
+func refused(kind, v string, quote bool) string {
+	show := func(s string) string {
+		if quote {
+			return strconv.Quote(s)
+		}
+		return s
+	}
+	n := utf8.RuneCountInString(v)
+	if n <= shownWhole {
+		return "the " + kind + " " + show(v)
+	}
+	article := "a"
+	if strings.ContainsRune("aeiou", rune(kind[0])) {
+		article = "an"
+	}
+	return fmt.Sprintf("%s %s of %d characters (%s)", article, kind, n, show(string([]rune(v)[:shownPrefix])+"…"))
+}
+
+// refusedChoice describes a refused value of a field with a few valid
+// choices: whole, with a suggestion, if it is a near miss of a choice
+// ("protec") or one of known (words a user may mean, like another
+// provider's name), since then it is no secret; as refused otherwise.
+func refusedChoice(v string, choices []string, known ...string) string {
+	if s := suggest(choices, v); s != "" {
+		return fmt.Sprintf("the string %s (did you mean %q?)", quoteShort(v, 40), s)
+	}
+	if slices.Contains(known, strings.ToLower(v)) {
+		return "the string " + strconv.Quote(v)
+	}
+	return refused("string", v, true)
+}
+
 // quoteShort quotes s, shortened to at most n runes.
 func quoteShort(s string, n int) string {
 	if utf8.RuneCountInString(s) > n {

@@ -66,11 +66,35 @@ dependencies:
 	fmt.Println(err)
 	// Output:
 	// config: 5 problems:
-	//   defaults.policy.open_for: want a duration like "30s" or "1m30s", or a number of seconds, got "soon" (line 6, column 15)
+	//   defaults.policy.open_for: want a duration like "30s" or "1m30s", or a number of seconds, got the string "soon" (line 6, column 15)
 	//   dependencies.billing-api.policy.opne_for: unknown field "opne_for" (did you mean "open_for"?) (line 11, column 7)
 	//   defaults.turn_limit: must be ≥ 0, got -1 (line 4)
 	//   dependencies.billing-api.policy.failure_rate: must be in (0, 1], got 1.5 (line 12)
 	//   dependencies.crm.tools[0]: "get_invoice" is also mapped to dependency "billing-api" (dependencies.billing-api.tools[0]); a tool belongs to one dependency (line 14)
+}
+
+// ExampleParse_secretInTheWrongField: a password pasted where a number or a
+// duration was due is named by its kind and first two characters, never
+// repeated.
+func ExampleParse_secretInTheWrongField() {
+	_, err := config.Parse([]byte(`version: 1
+fleet:
+  address: redis:6379
+  db: hunter2pw
+defaults:
+  policy:
+    open_for: hunter2pw
+mcp_servers:
+  notes:
+    url: https://notes.example/mcp
+    max_tools: hunter2pw
+`), config.YAML)
+	fmt.Println(err)
+	// Output:
+	// config: 3 problems:
+	//   fleet.db: want an integer, got a string of 9 characters ("hu…") (line 4, column 7)
+	//   defaults.policy.open_for: want a duration like "30s" or "1m30s", or a number of seconds, got a string of 9 characters ("hu…") (line 7, column 15)
+	//   mcp_servers.notes.max_tools: want an integer, got a string of 9 characters ("hu…") (line 11, column 16)
 }
 
 // ExampleLoad loads a file; its extension picks the format.

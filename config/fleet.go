@@ -67,7 +67,7 @@ func (c *File) validateFleet() problems {
 		// Not quoted: it may carry a password.
 		ps.add("fleet.address", "want host:port, got a URL or user info (%d bytes); put the password in the variable named by password_env", len(f.Address))
 	case !strings.Contains(f.Address, ":"):
-		ps.add("fleet.address", "want host:port, got %s", quoteShort(f.Address, 60))
+		ps.add("fleet.address", "want host:port, got %s", refused("string", f.Address, true))
 	}
 	for _, e := range [][2]string{{"fleet.password_env", f.PasswordEnv}, {"fleet.replica_id_env", f.ReplicaIDEnv}} {
 		path, env := e[0], e[1]
@@ -81,7 +81,7 @@ func (c *File) validateFleet() problems {
 	// fleet.New's rule (package fleet cannot be imported here: it imports
 	// config), so the file's line is named rather than FromConfig failing.
 	if len(f.Prefix) > 64 || strings.ContainsFunc(f.Prefix, func(r rune) bool { return r <= ' ' || r == 0x7f || r == '{' || r == '}' }) {
-		ps.add("fleet.prefix", "want at most 64 printable bytes without spaces or braces, got %s", quoteShort(f.Prefix, 70))
+		ps.add("fleet.prefix", "want at most 64 printable bytes without spaces or braces, got %s", refused("string", f.Prefix, true))
 	}
 	for _, d := range []struct {
 		path string

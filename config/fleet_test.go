@@ -29,7 +29,7 @@ fleet:
 		"fleet.address: want host:port, got a URL or user info (39 bytes)",
 		"fleet.password_env: want the name of an environment variable",
 		"fleet.db: must be ≥ 0, got -1 (line 5)",
-		`fleet.prefix: want at most 64 printable bytes without spaces or braces, got "two words" (line 6)`,
+		`fleet.prefix: want at most 64 printable bytes without spaces or braces, got a string of 9 characters ("tw…") (line 6)`,
 		"fleet.dial_timeout: must be ≥ 0 (line 7)",
 	} {
 		if !strings.Contains(got, want) {

@@ -97,7 +97,7 @@ mcp_servers:
 		line      int
 	}{
 		{"mcp_servers.notes.idempotent_tool", `unknown field "idempotent_tool" (did you mean "idempotent_tools"?)`, 10},
-		{"mcp_servers.notes.call_timeout", `want a duration like "30s" or "1m30s", or a number of seconds, got "soon"`, 11},
+		{"mcp_servers.notes.call_timeout", `want a duration like "30s" or "1m30s", or a number of seconds, got the string "soon"`, 11},
 		{"mcp_servers.notes.url", "must not hold credentials; send them in a header whose value header_env reads from the environment", 6},
 		{"mcp_servers.notes.header_env.Authorization", "want the name of an environment variable (like NOTES_MCP_TOKEN) that holds the value, not the value; got a 31-byte value that is not a variable name", 8},
 		{"mcp_servers.notes.header_env.Mcp-Session-Id", "Mcp-Session-Id is set by the MCP transport; it cannot be configured", 9},

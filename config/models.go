@@ -16,6 +16,13 @@ const (
 	BackendVertexAI  = "vertex_ai"
 )
 
+// otherBackends are names a user may write for backend that are not
+// supported (another provider, a near spelling): an error repeats them,
+// while any other refused value is shown only in part (it may be a secret
+// typed into the wrong field).
+var otherBackends = []string{"openai", "azure", "azure_openai", "anthropic", "bedrock", "ollama", "mistral", "cohere", "groq",
+	"gemini", "google", "google_ai", "googleai", "vertex", "vertexai", "gemini-api", "vertex-ai", "aistudio", "ai_studio"}
+
 func (c *File) validateModels() problems {
 	var ps problems
 	for _, name := range slices.Sorted(maps.Keys(c.Models)) {
@@ -51,7 +58,15 @@ func (ch ModelChain) validate(p string) problems {
 		case "":
 			ps.add(ep+".backend", "required (%q or %q)", BackendGeminiAPI, BackendVertexAI)
 		default:
-			ps.add(ep+".backend", "unknown backend %s (want %q or %q)", quoteShort(e.Backend, 40), BackendGeminiAPI, BackendVertexAI)
+			// unknown backend "openai", or unknown backend: a string of 9
+			// characters ("hu…")
+			got := refusedChoice(e.Backend, []string{BackendGeminiAPI, BackendVertexAI}, otherBackends...)
+			if v, whole := strings.CutPrefix(got, "the string "); whole {
+				got = " " + v
+			} else {
+				got = ": " + got
+			}
+			ps.add(ep+".backend", "unknown backend%s (want %q or %q)", got, BackendGeminiAPI, BackendVertexAI)
 		}
 		if e.BaseURL != "" {
 			if msg := baseURLProblem(e.BaseURL); msg != "" {

@@ -117,6 +117,9 @@ func Classify(err error) Verdict {
 	if errors.Is(err, registry.ErrOpen) {
 		return Verdict{Outcome: registry.Excluded, Failover: true, Reason: ReasonCircuitOpen}
 	}
+	if v, ok := providerVerdict(err); ok {
+		return v
+	}
 	var api genai.APIError // a value type: *genai.APIError never matches
 	if errors.As(err, &api) {
 		return apiVerdict(api)

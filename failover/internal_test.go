@@ -16,10 +16,12 @@ import (
 func TestBuildGeminiRedactsTheKey(t *testing.T) {
 	t.Setenv("SECRET_KEY", "sk-very-secret")
 	t.Setenv("GOOGLE_GENAI_USE_VERTEXAI", "")
-	// Configuration validation rejects this combination; buildGemini must
-	// not leak the key even when genai formats its config into the error.
+	// Configuration validation rejects this combination, and so does every
+	// genai version (an API key with a location on the Gemini API);
+	// buildGemini must not leak the key when genai formats its config into
+	// the error.
 	_, err := buildGemini(context.Background(), config.ModelEndpoint{
-		Model: "m", Backend: config.BackendVertexAI, Location: "europe-west4", APIKeyEnv: "SECRET_KEY",
+		Model: "m", Backend: config.BackendGeminiAPI, Location: "europe-west4", APIKeyEnv: "SECRET_KEY",
 	}, http.DefaultTransport)
 	if err == nil {
 		t.Fatal("want genai's error")

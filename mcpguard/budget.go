@@ -92,7 +92,7 @@ func (o *op) leg(b Boundary, legEnd time.Time, legLimit Limit) (leg, *Error) {
 	if pd, ok := o.parent.Deadline(); ok && pd.Before(opEnd) {
 		opEnd = pd
 	}
-	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd, legEnd: end}
+	h := &hintHolder{maxBytes: o.s.cfg.MaxResultBytes, opEnd: opEnd, legEnd: end, connect: b == BoundaryConnect}
 	cctx, cancelCause := context.WithCancelCause(context.WithValue(o.parent, hintKey{}, h))
 	h.decline = cancelCause
 	ctx, cancel := context.WithDeadline(cctx, end)
@@ -148,8 +148,12 @@ type hintHolder struct {
 	maxBytes int       // Server.MaxResultBytes, for HTTPClient's body cap
 	opEnd    time.Time // the operation's deadline (budget and run), for detached writes
 	legEnd   time.Time // the leg's deadline: a server's SSE retry: must fit before it
-	// decline ends the leg at once with a *retryDeclined cause (see sseWatch).
+	// decline ends the leg at once with a *retryDeclined cause (see sseWatch)
+	// or a *serverBusy one (HTTPClient, a connect leg).
 	decline context.CancelCauseFunc
+	// connect: the leg is a handshake (BoundaryConnect), in which the go-sdk
+	// may send more than one request (server/discover, then initialize).
+	connect bool
 	// write is what became of the leg's request (a JSON-RPC call, not a
 	// notification) on a guardConn: writeNone, writeFailed or writeDone. It
 	// is the evidence notSent decides from.

@@ -37,50 +37,56 @@ func asError(t *testing.T, err error) *mcpguard.Error {
 	return e
 }
 
-// TestBudgetSharedAcrossLegs: budget 20s, initialize 4s, the initialized
-// confirmation 2s: the call is granted 14s, not a fresh call timeout.
+// TestBudgetSharedAcrossLegs: budget 20s, each handshake request 4s, the
+// initialized confirmation (legacy handshake only) 2s: the call is granted
+// what the reconnect left of the budget, not a fresh call timeout, whether
+// the connect was one server/discover, one initialize, or a server/discover
+// refused by a legacy server and the initialize it falls back to.
 func TestBudgetSharedAcrossLegs(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{Latency: map[string]time.Duration{
-			"initialize": 4 * time.Second, "notifications/initialized": 2 * time.Second,
-		}})
-		defer fs.Close()
-		reg := testRegistry(t)
-		g := mcpguard.MustNew(reg, []mcpguard.Server{{
-			Name: "slow", Dial: fs.Dial, ConnectTimeout: 10 * time.Second,
-			OperationBudget: 20 * time.Second, // the call leg's default 30s is narrowed by it
-		}})
-		defer g.Close()
+	forProtocols(t, func(t *testing.T, p protocol) {
+		synctest.Test(t, func(t *testing.T) {
+			fs := mcpfault.New(p.config(mcpfault.Config{Latency: map[string]time.Duration{
+				mcpfault.Handshake: 4 * time.Second, "notifications/initialized": 2 * time.Second,
+			}}))
+			defer fs.Close()
+			reg := testRegistry(t)
+			g := mcpguard.MustNew(reg, []mcpguard.Server{{
+				Name: "slow", Dial: fs.Dial, ConnectTimeout: 12 * time.Second,
+				OperationBudget: 20 * time.Second, // the call leg's default 30s is narrowed by it
+			}})
+			defer g.Close()
+			handshake := p.handshakeTime(4*time.Second, 2*time.Second)
 
-		// Discovery pays the handshake too: 4s + 2s, then the list.
-		start := time.Now()
-		tools, err := discover(t, t.Context(), g, "inv-1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := time.Since(start); got != 6*time.Second {
-			t.Errorf("discovery took %s, want exactly 6s (4s initialize + 2s initialized)", got)
-		}
+			// Discovery pays the handshake too, then the list.
+			start := time.Now()
+			tools, err := discover(t, t.Context(), g, "inv-1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := time.Since(start); got != handshake {
+				t.Errorf("%s: discovery took %s, want exactly the handshake's %s", p.describe(), got, handshake)
+			}
 
-		// The session drops; the call reconnects (6s) and hangs.
-		fs.DropConnections()
-		fs.SetMode(mcpfault.SlowCall)
-		synctest.Wait()
-		start = time.Now()
-		_, err = tools["charge"].Run(newToolCtx(t.Context()), map[string]any{"amount": 1})
-		e := asError(t, err)
-		if got := time.Since(start); got != 20*time.Second {
-			t.Errorf("call operation took %s, want exactly the 20s budget", got)
-		}
-		if e.Granted != 14*time.Second || e.Limit != mcpguard.LimitOperationBudget || e.Boundary != mcpguard.BoundaryCallTool || e.Class != mcpguard.ClassTimeout {
-			t.Errorf("error = %+v, want the call leg granted exactly 14s by the operation budget", e)
-		}
-		if e.BreakerOutcome() != registry.Failure {
-			t.Errorf("outcome = %s, want failure (our deadline fired on a slow server)", e.BreakerOutcome())
-		}
-		if n := fs.Requests("initialize"); n != 2 {
-			t.Errorf("initialize requests = %d, want 2 (discovery, reconnect)", n)
-		}
+			// The session drops; the call reconnects and hangs.
+			fs.DropConnections()
+			fs.SetMode(mcpfault.SlowCall)
+			synctest.Wait()
+			start = time.Now()
+			_, err = tools["charge"].Run(newToolCtx(t.Context()), map[string]any{"amount": 1})
+			e := asError(t, err)
+			if got := time.Since(start); got != 20*time.Second {
+				t.Errorf("call operation took %s, want exactly the 20s budget", got)
+			}
+			if e.Granted != 20*time.Second-handshake || e.Limit != mcpguard.LimitOperationBudget || e.Boundary != mcpguard.BoundaryCallTool || e.Class != mcpguard.ClassTimeout {
+				t.Errorf("error = %+v, want the call leg granted exactly %s by the operation budget", e, 20*time.Second-handshake)
+			}
+			if e.BreakerOutcome() != registry.Failure {
+				t.Errorf("outcome = %s, want failure (our deadline fired on a slow server)", e.BreakerOutcome())
+			}
+			if n := fs.Handshakes(); n != 2 {
+				t.Errorf("handshakes = %d, want 2 (discovery, reconnect)", n)
+			}
+		})
 	})
 }
 
@@ -148,8 +154,12 @@ func TestFiftyPagesOneBudget(t *testing.T) {
 // not sent, the error names the budget and the server, and the breaker does
 // not count it.
 func TestBudgetExhaustedRefusesToSend(t *testing.T) {
+	forProtocols(t, func(t *testing.T, p protocol) { budgetExhaustedRefusesToSend(t, p) })
+}
+
+func budgetExhaustedRefusesToSend(t *testing.T, p protocol) {
 	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{})
+		fs := mcpfault.New(p.config(mcpfault.Config{}))
 		defer fs.Close()
 		reg := testRegistry(t)
 		g := mcpguard.MustNew(reg, []mcpguard.Server{{Name: "budgeted", Dial: fs.Dial, OperationBudget: 3 * time.Second}})
@@ -174,7 +184,9 @@ func TestBudgetExhaustedRefusesToSend(t *testing.T) {
 		}
 		{ // operation_budget
 			// The reconnect's handshake eats all but 30ms of the 3s budget.
-			fs.SetLatency("initialize", 2970*time.Millisecond)
+			// (Spread over the handshake requests: one, or a refused
+			// server/discover and the initialize it falls back to.)
+			fs.SetLatency(mcpfault.Handshake, 2970*time.Millisecond/time.Duration(p.handshakeRequests()))
 			fs.DropConnections()
 			synctest.Wait()
 			start := time.Now()

@@ -49,6 +49,11 @@ func (o *op) failure(l leg, err error, gc *guardConn) *Error {
 			e.Class, e.Reason, e.RetryAfter, e.Cause = ClassFault, ReasonRetryDeclined, d.wait, d
 			return e
 		}
+		if b, ok := context.Cause(l.ctx).(*serverBusy); ok {
+			// The server answered the handshake 429/503 with a delay.
+			e.Class, e.Reason, e.RetryAfter, e.Cause = ClassFault, ReasonServerError, b.wait, b
+			return e
+		}
 		if l.callerBound(o.parent) {
 			// The leg could not have ended later than the caller's own
 			// deadline: whichever timer fired first, the run ran out of

@@ -154,8 +154,25 @@ func (c *conn) dial(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 	if err != nil {
 		return nil, nil, o.failure(l, err, nil)
 	}
-	gt := &guardTransport{inner: t, maxBytes: c.s.cfg.MaxResultBytes}
+	gt := &guardTransport{inner: t, maxBytes: c.s.cfg.MaxResultBytes, dialEnd: l.end}
 	sess, err := c.client.Connect(l.ctx, gt, nil)
+	if gt.gc != nil {
+		gt.gc.dialEnd.Store(0) // the handshake is over: later detached writes get their own bounds
+	}
+	if err == nil && gt.gc != nil && gt.gc.dead.Load() {
+		// The go-sdk's Connect can succeed on a connection that broke
+		// during it: a request it sends without awaiting (on go-sdk ≥
+		// v1.7.0, subscriptions/listen) could not be written within the
+		// leg. The session is unusable; say so now, as a failed connect:
+		// a timeout at the leg's limit when the leg's time is what ran out.
+		closeSession(sess, gt.gc)
+		if !time.Now().Before(l.end) {
+			e := o.err(BoundaryConnect, context.DeadlineExceeded)
+			e.Class, e.Reason, e.Limit, e.Granted = ClassTimeout, ReasonDeadline, l.limit, l.granted
+			return nil, nil, e
+		}
+		return nil, nil, o.failure(l, mcp.ErrConnectionClosed, gt.gc)
+	}
 	if err != nil {
 		// The go-sdk closes the session when initialize fails; close the
 		// connection ourselves in case the failure came earlier or later.
@@ -225,6 +242,7 @@ func (c *conn) connected() bool {
 type guardTransport struct {
 	inner    mcp.Transport
 	maxBytes int
+	dialEnd  time.Time // the connect leg's deadline
 	gc       *guardConn
 }
 
@@ -235,6 +253,7 @@ func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 	}
 	_, ctxAborts := t.inner.(*mcp.StreamableClientTransport)
 	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes, ctxAborts: ctxAborts}
+	t.gc.dialEnd.Store(t.dialEnd.UnixNano())
 	return t.gc, nil
 }
 
@@ -263,6 +282,13 @@ type guardConn struct {
 	// (streamable HTTP: each write is a request), so a write's bound needs no
 	// closing of the connection.
 	ctxAborts bool
+
+	// dialEnd is the connect leg's deadline (Unix nanoseconds) while the
+	// handshake runs, 0 after. A write made during the handshake under a
+	// context without a deadline (go-sdk ≥ v1.7.0 opens subscriptions/listen
+	// under a detached context from inside Connect) is bounded by it: the
+	// connect ceiling spans every request of the handshake.
+	dialEnd atomic.Int64
 }
 
 func (c *guardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -294,7 +320,22 @@ func (c *guardConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 }
 
 func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
-	if _, ok := ctx.Deadline(); !ok {
+	if dl, ok := ctx.Deadline(); ok {
+		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok && dl.After(h.legEnd) {
+			// A write under a context detached from our leg that carries a
+			// deadline of its own (go-sdk ≥ v1.7.0 sends
+			// notifications/cancelled under the leg's values with a 5s
+			// timeout, and closes the session only after it): the same
+			// courtesy bound as a detached write without one.
+			rem := h.remaining()
+			if rem <= 0 {
+				return nil // the operation is over: drop the courtesy notice
+			}
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, min(detachedWriteBound, rem))
+			defer cancel()
+		}
+	} else {
 		bound := writeBound
 		if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok {
 			rem := h.remaining()
@@ -302,6 +343,13 @@ func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
 				return nil // the operation is over: drop the courtesy notice
 			}
 			bound = min(detachedWriteBound, rem)
+		}
+		if end := c.dialEnd.Load(); end != 0 {
+			rem := time.Until(time.Unix(0, end))
+			if rem <= 0 {
+				return context.DeadlineExceeded // the handshake's leg is over: nothing written
+			}
+			bound = min(bound, rem)
 		}
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, bound)

@@ -28,8 +28,12 @@ func (c lateDeadline) Deadline() (time.Time, bool) { return c.d, true }
 // run running out, not the server's fault: excluded, for a call and for a
 // discovery.
 func TestRunDeadlineNotChargedSynctest(t *testing.T) {
+	forProtocols(t, runDeadlineNotChargedSynctest)
+}
+
+func runDeadlineNotChargedSynctest(t *testing.T, p protocol) {
 	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{Delay: 500 * time.Millisecond})
+		fs := mcpfault.New(p.config(mcpfault.Config{Delay: 500 * time.Millisecond}))
 		defer fs.Close()
 		reg := testRegistry(t)
 		g := mcpguard.MustNew(reg, []mcpguard.Server{{Name: "slow", Dial: fs.Dial, ToolsTTL: time.Millisecond,
@@ -68,6 +72,10 @@ func TestRunDeadlineNotChargedSynctest(t *testing.T) {
 // whichever of the leg's timer and the run's fires first (in real time the
 // order is random). The call path and the discovery path.
 func TestRunDeadlineNotChargedRealTime(t *testing.T) {
+	forProtocols(t, runDeadlineNotChargedRealTime)
+}
+
+func runDeadlineNotChargedRealTime(t *testing.T, p protocol) {
 	const turns = 12
 	for _, tc := range []struct {
 		name string
@@ -77,7 +85,7 @@ func TestRunDeadlineNotChargedRealTime(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			reg := testRegistry(t)
 			var logs logBuf
-			fs, g, done := httpSetupReg(t, reg, mcpfault.Config{Delay: 500 * time.Millisecond},
+			fs, g, done := httpSetupReg(t, reg, p.config(mcpfault.Config{Delay: 500 * time.Millisecond}),
 				mcpguard.Server{Name: "slow", ToolsTTL: time.Millisecond, MinLeg: 10 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}},
 				mcpguard.WithLogger(newLogger(&logs)))
 			defer done()
@@ -139,7 +147,11 @@ func TestProtocolErrorRawPayload(t *testing.T) {
 // server is slow, not broken), so the next operation neither pays a
 // handshake nor fails on a connection our own deadline closed under it.
 func TestHTTPSessionKeptAfterTimeout(t *testing.T) {
-	fs, g, done := httpSetup(t, mcpfault.Config{Delay: 500 * time.Millisecond},
+	forProtocols(t, httpSessionKeptAfterTimeout)
+}
+
+func httpSessionKeptAfterTimeout(t *testing.T, p protocol) {
+	fs, g, done := httpSetup(t, p.config(mcpfault.Config{Delay: 500 * time.Millisecond}),
 		mcpguard.Server{Name: "slow", CallTimeout: 100 * time.Millisecond, Retry: mcpguard.Retry{MaxAttempts: 1}})
 	defer done()
 	tools, err := discover(t, t.Context(), g, "inv")
@@ -158,7 +170,7 @@ func TestHTTPSessionKeptAfterTimeout(t *testing.T) {
 	if out, err := tools["echo"].Run(newToolCtx(t.Context()), map[string]any{"text": "y"}); err != nil || out[mcpguard.KeyOutput] != "y" {
 		t.Fatalf("next call: out=%v err=%v", out, err)
 	}
-	if n := fs.Requests("initialize"); n != 1 {
-		t.Errorf("initialize requests = %d, want 1: the next call paid a handshake", n)
+	if n := fs.Handshakes(); n != 1 {
+		t.Errorf("handshakes = %d, want 1: the next call paid a handshake", n)
 	}
 }

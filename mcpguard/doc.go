@@ -30,6 +30,20 @@
 // matching ErrBudgetExhausted, which names the budget and the server and
 // which the breaker does not count.
 //
+// # Both MCP protocols
+//
+// go-sdk v1.7.0 and later connect with the sessionless protocol (2026-07-28:
+// one server/discover, no initialize, no HTTP session) and fall back to the
+// legacy handshake for older servers; earlier go-sdk versions speak only the
+// legacy one. The guard works the same on both: the connect leg
+// (Server.ConnectTimeout) is one deadline for every request of the
+// handshake, whichever path it takes (discover, the fallback initialize and
+// initialized, the go-sdk's subscriptions/listen), and no goroutine
+// outlives Close or a lost connection. On the sessionless protocol there is
+// no session to lose: "session missing" cannot happen, and a server restart
+// costs nothing; the guard's connection is what it keeps, drops after a
+// fault and re-dials. See docs/mcp.md.
+//
 // # Retries only where safe
 //
 // The handshake and the tool list are retried. A tools/call that may have
@@ -37,8 +51,8 @@
 // (or, for a Trusted server, tools it annotates idempotentHint), or when it
 // carries an idempotency key in its _meta (WithIdempotencyKeys; the same
 // key on every attempt): any other call is sent at most once by this layer.
-// A session the server lost (HTTP 404) is re-established once per
-// operation without spending the retry budget. Refusals, argument-validation
+// A session the server lost (HTTP 404, legacy servers) is re-established
+// once per operation without spending the retry budget. Refusals, argument-validation
 // failures and isError results are answers: never retried, counted as
 // successes. Backoff is full jitter from an injectable source (WithRand),
 // bounded by the remaining budget, and a per-server retry budget caps
@@ -52,7 +66,8 @@
 // A required server that cannot be reached fails Start and the turn (the
 // toolset's Tools) with an *Error, or an *UnavailableError while its
 // breaker is open. An optional one is left out of the tool list (or served
-// from its last good list), and the toolset tells the model, once per
+// from its last good list; Guard.Degraded lists them), and the toolset
+// tells the model, once per
 // request and as data, which capability is missing
 // (degrade.CapabilityNotice, appended to the system instruction), or, when
 // its last good list is offered, that its calls may be unavailable

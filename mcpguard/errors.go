@@ -80,6 +80,10 @@ type Reason string
 const (
 	ReasonConnectionRefused Reason = "connection_refused"
 	ReasonConnectionClosed  Reason = "connection_closed"
+	// ReasonSessionMissing: the server no longer knows the HTTP session
+	// (404 to a request naming it). Only a legacy server keeps sessions;
+	// on the sessionless protocol (go-sdk ≥ v1.7.0 and a current server)
+	// it does not occur.
 	ReasonSessionMissing    Reason = "session_missing"
 	ReasonTransport         Reason = "transport_error"
 	ReasonServerError       Reason = "server_error"

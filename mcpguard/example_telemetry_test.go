@@ -35,7 +35,7 @@ func ExampleWithTracerProvider() {
 	for _, s := range rec.Ended() {
 		a := map[attribute.Key]string{}
 		for _, kv := range s.Attributes() {
-			a[kv.Key] = kv.Value.Emit()
+			a[kv.Key] = kv.Value.String()
 		}
 		fmt.Println(strings.TrimSpace(fmt.Sprintln(s.Name(), a[mcpguard.AttrServer], a[mcpguard.AttrOperation], a[mcpguard.AttrOutcome], a[mcpguard.AttrBreaker])))
 	}

@@ -136,3 +136,38 @@ func ExampleError_RawPayload() {
 	// mcpguard: server "wx": call_tool returned an invalid response (malformed_response); tool "echo"
 	// {"content":"not-a-list","isError":"nope"}
 }
+
+// After Start, Degraded lists the optional servers the agent starts
+// without; here the optional "search" server is down, one a legacy server
+// (before the sessionless protocol) and one a current server are healthy:
+// one toolset serves both.
+func ExampleGuard_Degraded() {
+	legacy := mcpfault.New(mcpfault.Config{Legacy: true})
+	defer legacy.Close()
+	current := mcpfault.New(mcpfault.Config{})
+	defer current.Close()
+	down := mcpfault.New(mcpfault.Config{Mode: mcpfault.Unreachable})
+	defer down.Close()
+
+	g := mcpguard.MustNew(registry.MustNew(), []mcpguard.Server{
+		{Name: "files", Required: true, Dial: legacy.Dial},
+		{Name: "notes", Dial: current.Dial, ToolPrefix: "notes_"},
+		{Name: "search", Capability: "web search", Dial: down.Dial, Retry: mcpguard.Retry{MaxAttempts: 1}},
+	}, mcpguard.WithLogger(slog.New(slog.NewTextHandler(io.Discard, nil))))
+	defer g.Close()
+
+	if err := g.Start(context.Background()); err != nil {
+		panic(err) // only a required server fails Start
+	}
+	for _, d := range g.Degraded() {
+		fmt.Println(d.Server, d.Capability, d.LastGood, d.Err)
+	}
+	for _, h := range g.Health() {
+		fmt.Println(h.Server, h.Outcome, h.Tools)
+	}
+	// Output:
+	// search web search false mcpguard: server "search": connect failed (connection_refused)
+	// files ok 5
+	// notes ok 5
+	// search fault 0
+}

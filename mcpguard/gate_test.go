@@ -157,7 +157,7 @@ func TestShadowRefusalCountedOnceWithPlugin(t *testing.T) {
 				if inRun {
 					// A plugin after adkbreaker trips the breaker after adkbreaker's BeforeTool.
 					p, err := plugin.New(plugin.Config{Name: "tripper",
-						BeforeToolCallback: func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+						BeforeToolCallback: func(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) {
 							br.Trip(time.Minute, registry.CauseRetryHint)
 							return nil, nil
 						}})

@@ -256,6 +256,43 @@ func (g *Guard) Health() []ServerHealth {
 	return out
 }
 
+// DegradedServer is an optional server whose last discovery failed (see
+// Guard.Degraded).
+type DegradedServer struct {
+	// Server is the configured name, Capability what the model is told is
+	// missing.
+	Server     string
+	Capability string
+	// LastGood reports whether the server's last good tool list is still
+	// offered (its calls may fail); false: its tools are left out.
+	LastGood bool
+	// Err is the failure of the last discovery: an *Error, or an
+	// *UnavailableError while the server's breaker is open.
+	Err error
+}
+
+// Degraded lists the optional servers whose last discovery failed, in
+// configuration order: after Start, the servers the agent starts without
+// (or with only their last good tool list). A server leaves the list at the
+// first discovery that succeeds (a later turn's Tools). Required servers are
+// never listed: their failures fail Start and the turn instead. Empty when
+// every optional server is healthy or has not been asked yet.
+func (g *Guard) Degraded() []DegradedServer {
+	var out []DegradedServer
+	for _, s := range g.servers {
+		if s.cfg.Required {
+			continue
+		}
+		s.mu.Lock()
+		err, lastGood := s.discErr, s.cache != nil && !s.cfg.NoLastGood
+		s.mu.Unlock()
+		if err != nil && serverDown(err) { // not a caller that ran out of time
+			out = append(out, DegradedServer{Server: s.cfg.Name, Capability: s.cfg.Capability, LastGood: lastGood, Err: err})
+		}
+	}
+	return out
+}
+
 // Close closes every session the guard opened (a caller's Session is left
 // open) and fails later operations. It is idempotent.
 func (g *Guard) Close() error {

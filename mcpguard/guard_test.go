@@ -205,7 +205,7 @@ func TestRequiredUnavailableWhileOpen(t *testing.T) {
 		if !errors.As(err, &ue) || !errors.Is(err, registry.ErrOpen) || ue.Server != "req" || ue.State != registry.StateOpen {
 			t.Errorf("err = %v, want *UnavailableError for req, open", err)
 		}
-		if fs.Requests("initialize") != 0 {
+		if fs.Requests("initialize")+fs.Requests("server/discover") != 0 {
 			t.Error("the server was contacted while its breaker was open")
 		}
 	})
@@ -322,8 +322,12 @@ func TestMaxToolsCap(t *testing.T) {
 // TestConcurrentCalls: parallel calls (ADK runs a response's calls in
 // parallel) share one session and one dial.
 func TestConcurrentCalls(t *testing.T) {
+	forProtocols(t, func(t *testing.T, p protocol) { concurrentCalls(t, p) })
+}
+
+func concurrentCalls(t *testing.T, p protocol) {
 	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{})
+		fs := mcpfault.New(p.config(mcpfault.Config{}))
 		defer fs.Close()
 		g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{{Name: "par", Dial: fs.Dial}})
 		defer g.Close()
@@ -348,8 +352,8 @@ func TestConcurrentCalls(t *testing.T) {
 		if err := errors.Join(errs...); err != nil {
 			t.Fatal(err)
 		}
-		if n := fs.Requests("initialize"); n != 2 {
-			t.Errorf("initialize requests = %d, want 2 (discovery + one shared reconnect)", n)
+		if n := fs.Handshakes(); n != 2 {
+			t.Errorf("handshakes = %d, want 2 (discovery + one shared reconnect)", n)
 		}
 	})
 }
@@ -378,4 +382,58 @@ func TestValidate(t *testing.T) {
 	if _, err := mcpguard.New(reg, []mcpguard.Server{{Name: "p", Dial: (&mcpfault.Server{}).Dial, Breaker: &registry.Policy{ConsecutiveFailures: 2}}}); err == nil {
 		t.Error("breaker policy missing from the registry accepted")
 	}
+}
+
+// TestDegraded: Degraded lists the optional servers whose discovery failed
+// after Start, says whether their last good list is still offered, and
+// drops a server at its first good discovery; required servers are never
+// listed.
+func TestDegraded(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		req := mcpfault.New(mcpfault.Config{Legacy: true})
+		defer req.Close()
+		opt := mcpfault.New(mcpfault.Config{})
+		defer opt.Close()
+		clk, reg := clockRegistry(t)
+		g := mcpguard.MustNew(reg, []mcpguard.Server{
+			{Name: "req", Required: true, Dial: req.Dial, ToolsTTL: time.Minute, Retry: mcpguard.Retry{MaxAttempts: 1}},
+			{Name: "opt", Capability: "notes", Dial: opt.Dial, ToolPrefix: "o_", ToolsTTL: time.Minute, Retry: mcpguard.Retry{MaxAttempts: 1}},
+		})
+		defer g.Close()
+		if d := g.Degraded(); len(d) != 0 {
+			t.Fatalf("before Start: %+v, want none", d)
+		}
+		if err := g.Start(t.Context()); err != nil {
+			t.Fatal(err)
+		}
+		if d := g.Degraded(); len(d) != 0 {
+			t.Fatalf("healthy: %+v, want none", d)
+		}
+
+		// The optional server goes down; its cached list expires.
+		opt.SetMode(mcpfault.Unreachable)
+		opt.DropConnections()
+		req.SetMode(mcpfault.Unreachable)
+		req.DropConnections()
+		synctest.Wait()
+		clk.Advance(2 * time.Minute)
+		if err := g.Start(t.Context()); err == nil {
+			t.Fatal("Start succeeded with the required server down")
+		}
+		d := g.Degraded()
+		if len(d) != 1 || d[0].Server != "opt" || d[0].Capability != "notes" || !d[0].LastGood {
+			t.Fatalf("degraded = %+v, want opt (notes) offered from its last good list", d)
+		}
+		var e *mcpguard.Error
+		if !errors.As(d[0].Err, &e) || e.Reason != mcpguard.ReasonConnectionRefused {
+			t.Errorf("err = %v, want the connect failure", d[0].Err)
+		}
+
+		// It recovers: the next discovery takes it off the list.
+		opt.SetMode(mcpfault.None)
+		_, _ = discover(t, t.Context(), g, "inv") // the required server is still down
+		if d := g.Degraded(); len(d) != 0 {
+			t.Errorf("after recovery: %+v, want none", d)
+		}
+	})
 }

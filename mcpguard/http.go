@@ -75,9 +75,27 @@ func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if resp.StatusCode == http.StatusTooManyRequests || resp.StatusCode == http.StatusServiceUnavailable {
 		if d := retryafter.Parse(resp.Header.Get("Retry-After"), time.Now()); d > 0 {
 			RecordRetryAfter(req.Context(), d)
+			if h, ok := req.Context().Value(hintKey{}).(*hintHolder); ok && h.connect && h.decline != nil {
+				// A handshake the server asked to wait with: the go-sdk
+				// (≥ v1.7.0) would fall back from server/discover to
+				// initialize at once, inside the server's delay. End the
+				// connect leg now; the retry, if any, waits the delay.
+				h.decline(&serverBusy{status: resp.StatusCode, wait: d})
+			}
 		}
 	}
 	return resp, nil
+}
+
+// serverBusy is the cause of a connect leg ended because the server
+// answered 429 or 503 with Retry-After.
+type serverBusy struct {
+	status int
+	wait   time.Duration
+}
+
+func (b *serverBusy) Error() string {
+	return fmt.Sprintf("mcpguard: the server answered the handshake %d %s and asked to wait %s", b.status, http.StatusText(b.status), b.wait)
 }
 
 // sseWatch reads an SSE response as the go-sdk will, for the two fields

@@ -58,6 +58,10 @@ func waitGoroutines(t *testing.T, base int) {
 }
 
 func TestHTTPModes(t *testing.T) {
+	forProtocols(t, httpModes)
+}
+
+func httpModes(t *testing.T, p protocol) {
 	short := mcpguard.Server{Name: "web", ConnectTimeout: 300 * time.Millisecond, DiscoveryTimeout: 300 * time.Millisecond,
 		CallTimeout: time.Second, OperationBudget: 2 * time.Second, Retry: mcpguard.Retry{MaxAttempts: 1}}
 	for _, tc := range []struct {
@@ -82,7 +86,7 @@ func TestHTTPModes(t *testing.T) {
 	} {
 		t.Run(tc.mode.String(), func(t *testing.T) {
 			discoveryFault := tc.call == ""
-			cfg := mcpfault.Config{OversizeBytes: 1 << 20}
+			cfg := p.config(mcpfault.Config{OversizeBytes: 1 << 20})
 			srv := short
 			if tc.mode == mcpfault.Oversized {
 				// Just over the 256 KiB cap, with time to spare: what is
@@ -139,9 +143,13 @@ func TestHTTPModes(t *testing.T) {
 // TestHTTPRetryAfter: a delay the server asked for is waited out exactly when
 // it fits the budget, and not acted on when it does not — never shortened.
 func TestHTTPRetryAfter(t *testing.T) {
+	forProtocols(t, httpRetryAfter)
+}
+
+func httpRetryAfter(t *testing.T, p protocol) {
 	srv := mcpguard.Server{Name: "ra", OperationBudget: 3 * time.Second, IdempotentTools: []string{"echo"}}
 	t.Run("fits", func(t *testing.T) {
-		fs, g, done := httpSetup(t, mcpfault.Config{RecoverAfter: 1, RetryAfter: time.Second}, srv)
+		fs, g, done := httpSetup(t, p.config(mcpfault.Config{RecoverAfter: 1, RetryAfter: time.Second}), srv)
 		defer done()
 		tools, err := discover(t, t.Context(), g, "inv")
 		if err != nil {
@@ -159,7 +167,7 @@ func TestHTTPRetryAfter(t *testing.T) {
 		}
 	})
 	t.Run("overruns", func(t *testing.T) {
-		fs, g, done := httpSetup(t, mcpfault.Config{RecoverAfter: 1, RetryAfter: 10 * time.Second}, srv)
+		fs, g, done := httpSetup(t, p.config(mcpfault.Config{RecoverAfter: 1, RetryAfter: 10 * time.Second}), srv)
 		defer done()
 		tools, err := discover(t, t.Context(), g, "inv")
 		if err != nil {
@@ -230,11 +238,16 @@ func TestADKResendsCharacterisation(t *testing.T) {
 
 // TestHTTPBlackholeWithinBudget: against a server that accepts and never
 // answers, the operation ends at its budget: the go-sdk's cancellation
-// notice and session-closing request are not allowed past it.
+// notice, its fallback from server/discover to initialize and its
+// session-closing request are not allowed past it.
 func TestHTTPBlackholeWithinBudget(t *testing.T) {
+	forProtocols(t, httpBlackholeWithinBudget)
+}
+
+func httpBlackholeWithinBudget(t *testing.T, p protocol) {
 	srv := mcpguard.Server{Name: "bh", Required: true, OperationBudget: 300 * time.Millisecond, // narrows the default connect timeout
 		Retry: mcpguard.Retry{MaxAttempts: 1}}
-	_, g, done := httpSetup(t, mcpfault.Config{Mode: mcpfault.Blackhole}, srv)
+	_, g, done := httpSetup(t, p.config(mcpfault.Config{Mode: mcpfault.Blackhole}), srv)
 	defer done()
 	start := time.Now()
 	_, err := discover(t, t.Context(), g, "inv")

@@ -50,9 +50,15 @@ var matrix = map[mcpfault.Mode]expectation{
 	mcpfault.SchemaViolation: {call: "lookup", args: map[string]any{"key": "k"}, boundary: mcpguard.BoundaryCallTool, class: mcpguard.ClassProtocol, reason: mcpguard.ReasonSchemaViolation, execs: 1},
 }
 
-// TestFaultMatrix runs one real ADK turn per fault mode × optional/required,
-// with a second, healthy server alongside, in virtual time.
+// TestFaultMatrix runs one real ADK turn per fault mode × optional/required
+// × protocol (a current and a legacy faulty server), with a second, healthy
+// server of the other protocol alongside in the same toolset, in virtual
+// time.
 func TestFaultMatrix(t *testing.T) {
+	forProtocols(t, faultMatrix)
+}
+
+func faultMatrix(t *testing.T, p protocol) {
 	for _, mode := range mcpfault.Modes() {
 		want, ok := matrix[mode]
 		if !ok {
@@ -64,16 +70,16 @@ func TestFaultMatrix(t *testing.T) {
 				name = fmt.Sprintf("%s/required", mode)
 			}
 			t.Run(name, func(t *testing.T) {
-				synctest.Test(t, func(t *testing.T) { runMatrixCase(t, mode, required, want) })
+				synctest.Test(t, func(t *testing.T) { runMatrixCase(t, p, mode, required, want) })
 			})
 		}
 	}
 }
 
-func runMatrixCase(t *testing.T, mode mcpfault.Mode, required bool, want expectation) {
-	fs := mcpfault.New(mcpfault.Config{Mode: mode, OversizeBytes: 1 << 20})
+func runMatrixCase(t *testing.T, p protocol, mode mcpfault.Mode, required bool, want expectation) {
+	fs := mcpfault.New(p.config(mcpfault.Config{Mode: mode, OversizeBytes: 1 << 20}))
 	defer fs.Close()
-	healthy := mcpfault.New(mcpfault.Config{})
+	healthy := mcpfault.New(mcpfault.Config{Legacy: !p.legacy}) // the other protocol
 	defer healthy.Close()
 	reg := testRegistry(t)
 	var logs logBuf

@@ -23,13 +23,18 @@ func clockRegistry(t *testing.T, opts ...registry.Option) (*registrytest.FakeClo
 
 // TestRestartNotStarvedByOutage: an outage spends the server's retry
 // budget; the server then restarts on the same address, forgetting every
-// session. The first operation after it gets HTTP 404 (session missing) and
-// must re-establish its session although the budget is spent, instead of
-// failing after one attempt (which, as a half-open probe, would double the
-// breaker's hold).
+// session. On a server that keeps sessions, the first operation after it
+// gets HTTP 404 (session missing) and must re-establish its session although
+// the budget is spent, instead of failing after one attempt (which, as a
+// half-open probe, would double the breaker's hold). A sessionless server
+// has nothing to forget: the operation goes through with no handshake.
 func TestRestartNotStarvedByOutage(t *testing.T) {
+	forProtocols(t, restartNotStarvedByOutage)
+}
+
+func restartNotStarvedByOutage(t *testing.T, p protocol) {
 	_, reg := clockRegistry(t)
-	fs, g, done := httpSetupReg(t, reg, mcpfault.Config{RecoverAfter: 1000}, mcpguard.Server{Name: "re",
+	fs, g, done := httpSetupReg(t, reg, p.config(mcpfault.Config{RecoverAfter: 1000}), mcpguard.Server{Name: "re",
 		IdempotentTools: []string{"echo"}, Retry: mcpguard.Retry{Base: time.Millisecond, Cap: time.Millisecond, BudgetMin: 1, NoBudgetRatio: true}})
 	defer done()
 	tools, err := discover(t, t.Context(), g, "inv")
@@ -46,13 +51,17 @@ func TestRestartNotStarvedByOutage(t *testing.T) {
 	// The restart: sessions are gone, the server is healthy.
 	fs.SetMode(mcpfault.None)
 	fs.RestartHTTP()
-	before := fs.Requests("initialize")
+	before := fs.Handshakes()
 	out, err := tools["charge"].Run(newToolCtx(t.Context()), map[string]any{"amount": 1})
 	if err != nil || out[mcpguard.KeyOutput] != "charged 1" {
 		t.Fatalf("first call after the restart: out=%v err=%v; want a new session and the answer", out, err)
 	}
-	if n := fs.Requests("initialize") - before; n != 1 {
-		t.Errorf("initialize requests after the restart = %d, want 1 (one new session)", n)
+	want := 0
+	if p.sessions() {
+		want = 1 // one new session
+	}
+	if n := fs.Handshakes() - before; n != want {
+		t.Errorf("%s: handshakes after the restart = %d, want %d", p.describe(), n, want)
 	}
 	if n := fs.Executions("charge"); n != 1 {
 		t.Errorf("charge ran %d times, want once", n)

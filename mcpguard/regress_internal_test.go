@@ -20,7 +20,9 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// rawMCPServer is a minimal streamable HTTP MCP server with one tool,
+// rawMCPServer is a minimal streamable HTTP MCP server of the legacy
+// protocol (before 2026-07-28: a current client's server/discover is an
+// unknown method, and it falls back) with one tool,
 // "charge", whose executions are counted. Each initialize opens a new
 // session ("s1", "s2", …). onCall answers a tools/call of a known session
 // after the tool ran (or decided not to run); GET (stream resumption) answers
@@ -82,6 +84,12 @@ func (rs *rawMCPServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		}
 		reply(sid, map[string]any{"content": []any{map[string]any{"type": "text", "text": "charged"}}})
 	default:
+		if len(m.ID) > 0 { // a request: an old server knows no server/discover
+			w.Header().Set("Content-Type", "application/json")
+			_ = json.NewEncoder(w).Encode(map[string]any{"jsonrpc": "2.0", "id": m.ID,
+				"error": map[string]any{"code": jsonrpc.CodeMethodNotFound, "message": "method not found"}})
+			return
+		}
 		w.WriteHeader(http.StatusAccepted)
 	}
 }
@@ -259,9 +267,10 @@ func TestJoinedDialKeepsRetryAfter(t *testing.T) {
 }
 
 // TestJoinedDialKeepsRetryAfterHTTP is TestJoinedDialKeepsRetryAfter over
-// streamable HTTP: initialize answers 503 with Retry-After: 1 after 100ms;
-// the operation that joined the dial must not send initialize again within
-// the server's delay.
+// streamable HTTP: every handshake request (server/discover or initialize)
+// answers 503 with Retry-After: 1 after 100ms; the operation that joined the
+// dial must not send a handshake again within the server's delay, and
+// neither may the go-sdk's fallback from server/discover to initialize.
 func TestJoinedDialKeepsRetryAfterHTTP(t *testing.T) {
 	var mu sync.Mutex
 	var inits []time.Time
@@ -275,7 +284,7 @@ func TestJoinedDialKeepsRetryAfterHTTP(t *testing.T) {
 			Method string `json:"method"`
 		}
 		_ = json.Unmarshal(b, &m)
-		if m.Method == "initialize" {
+		if m.Method == "initialize" || m.Method == "server/discover" {
 			mu.Lock()
 			inits = append(inits, time.Now())
 			mu.Unlock()
@@ -308,12 +317,12 @@ func TestJoinedDialKeepsRetryAfterHTTP(t *testing.T) {
 	mu.Lock()
 	defer mu.Unlock()
 	if len(inits) < 2 {
-		t.Fatalf("initialize sent %d times, want a shared first dial and a retry", len(inits))
+		t.Fatalf("handshake sent %d times, want a shared first dial and a retry", len(inits))
 	}
 	// The first 503 is answered 100ms after inits[0] with Retry-After 1s.
 	for i, at := range inits[1:] {
 		if d := at.Sub(inits[0]); d < 1100*time.Millisecond {
-			t.Errorf("initialize #%d sent %s after the first, inside the server's Retry-After", i+1, d.Round(time.Millisecond))
+			t.Errorf("handshake #%d sent %s after the first, inside the server's Retry-After", i+1, d.Round(time.Millisecond))
 		}
 	}
 }

@@ -18,6 +18,10 @@ import (
 // this layer when the connection drops mid-call (server-side counter); an
 // allowlisted one is retried within the budget.
 func TestAtMostOnce(t *testing.T) {
+	forProtocols(t, atMostOnce)
+}
+
+func atMostOnce(t *testing.T, p protocol) {
 	for _, tc := range []struct {
 		name       string
 		tool       string
@@ -40,7 +44,7 @@ func TestAtMostOnce(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
-				fs := mcpfault.New(mcpfault.Config{RecoverAfter: tc.recover})
+				fs := mcpfault.New(p.config(mcpfault.Config{RecoverAfter: tc.recover}))
 				defer fs.Close()
 				g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{{
 					Name: "pay", Dial: fs.Dial, IdempotentTools: tc.idempotent, Trusted: tc.trusted,

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"google.golang.org/adk/agent"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/internal/adkctx"
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -327,7 +327,7 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 	s.rb.operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	keyed := false
-	if tc, ok := ctx.(agent.ToolContext); ok && s.g.idemKey != nil {
+	if tc, ok := adkctx.Tool(ctx); ok && s.g.idemKey != nil {
 		if k := s.g.idemKey(tc, t, args); validIdempotencyKey(k) {
 			params.Meta, keyed = mcp.Meta{MetaIdempotencyKey: k}, true // the same key on every attempt
 		}

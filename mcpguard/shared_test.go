@@ -73,8 +73,12 @@ func TestJoinedDiscoverySurvivesLeaderCancel(t *testing.T) {
 // the reconnect and is cancelled; call B joined that dial. B dials for
 // itself and its (not idempotent) call runs exactly once.
 func TestJoinedDialSurvivesLeaderCancel(t *testing.T) {
+	forProtocols(t, func(t *testing.T, p protocol) { joinedDialSurvivesLeaderCancel(t, p) })
+}
+
+func joinedDialSurvivesLeaderCancel(t *testing.T, p protocol) {
 	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{})
+		fs := mcpfault.New(p.config(mcpfault.Config{}))
 		defer fs.Close()
 		g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{{Name: "pay", Dial: fs.Dial, OperationBudget: 5 * time.Second}})
 		defer g.Close()
@@ -84,7 +88,7 @@ func TestJoinedDialSurvivesLeaderCancel(t *testing.T) {
 		}
 		fs.DropConnections()
 		synctest.Wait()
-		fs.SetLatency("initialize", 300*time.Millisecond)
+		fs.SetLatency(mcpfault.Handshake, 300*time.Millisecond)
 
 		ctxA, cancelA := context.WithCancel(t.Context())
 		var wg sync.WaitGroup

@@ -17,10 +17,14 @@ import (
 // server's hint (not as a timeout); one that fits is waited out and the
 // call resumes; retry: 0 is no hint (the go-sdk's own backoff applies).
 func TestSSERetryBounded(t *testing.T) {
+	forProtocols(t, sseRetryBounded)
+}
+
+func sseRetryBounded(t *testing.T, p protocol) {
 	srv := mcpguard.Server{Name: "sse", OperationBudget: 3 * time.Second, Retry: mcpguard.Retry{MaxAttempts: 1}}
 	t.Run("day-long", func(t *testing.T) {
 		reg := testRegistry(t)
-		fs, g, done := httpSetupReg(t, reg, mcpfault.Config{StreamRetry: "86400000"}, srv)
+		fs, g, done := httpSetupReg(t, reg, p.config(mcpfault.Config{StreamRetry: "86400000"}), srv)
 		defer done()
 		if err := g.Start(t.Context()); err != nil {
 			t.Fatal(err)
@@ -66,7 +70,7 @@ func TestSSERetryBounded(t *testing.T) {
 		min         time.Duration
 	}{{"fits", "300", 300 * time.Millisecond}, {"zero", "0", time.Second}} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, g, done := httpSetup(t, mcpfault.Config{StreamRetry: tc.retry}, srv)
+			_, g, done := httpSetup(t, p.config(mcpfault.Config{StreamRetry: tc.retry}), srv)
 			defer done()
 			tools, err := discover(t, t.Context(), g, "inv")
 			if err != nil {

@@ -123,7 +123,7 @@ func wantAttrs(t *testing.T, what string, kvs []attribute.KeyValue, want map[str
 	}
 	for _, k := range positive {
 		if v, ok := got[k]; !ok || v.AsFloat64() <= 0 {
-			t.Errorf("%s: %s = %v, want > 0", what, k, v.Emit())
+			t.Errorf("%s: %s = %v, want > 0", what, k, v.String())
 		}
 	}
 }
@@ -271,11 +271,11 @@ func spanText(rec *tracetest.SpanRecorder, prefix string) string {
 			continue
 		}
 		for _, kv := range s.Attributes() {
-			all = append(all, kv.Value.Emit())
+			all = append(all, kv.Value.String())
 		}
 		for _, ev := range s.Events() {
 			for _, kv := range ev.Attributes {
-				all = append(all, kv.Value.Emit())
+				all = append(all, kv.Value.String())
 			}
 		}
 		all = append(all, s.Status().Description)

@@ -24,7 +24,7 @@ import (
 func turnRunner(b *testing.B, plugins ...*adkplugin.Plugin) (*runner.Runner, session.Service) {
 	b.Helper()
 	noop, err := functiontool.New(functiontool.Config{Name: "noop", Description: "does nothing"},
-		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
+		func(agent.ToolContext, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
 	if err != nil {
 		b.Fatal(err)
 	}

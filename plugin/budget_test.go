@@ -7,9 +7,9 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
@@ -149,7 +149,7 @@ func TestTurnBudgetStopsALoopAgent(t *testing.T) {
 		}
 		p, _ := breaker.FromHandler(h, "")
 		lookup, _ := functiontool.New(functiontool.Config{Name: "lookup", Description: "x"},
-			func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
+			func(agent.ToolContext, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
 		llm := scripted.New("s", step)
 		evs, gotErr := runLoop(t, p, llm, lookup)
 		if !errors.Is(gotErr, wantErr) {

@@ -10,9 +10,9 @@ import (
 	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
+	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
-	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/functiontool"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
@@ -37,7 +37,7 @@ func newHangTool() *hangTool {
 	return &hangTool{started: make(chan struct{}, 256), release: make(chan error)}
 }
 
-func (h *hangTool) run(ctx tool.Context, _ struct{}) (map[string]any, error) {
+func (h *hangTool) run(ctx agent.ToolContext, _ struct{}) (map[string]any, error) {
 	h.calls.Add(1)
 	if h.hanging.Load() {
 		h.started <- struct{}{}

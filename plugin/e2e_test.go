@@ -73,7 +73,7 @@ func newEnv(t *testing.T, step scripted.Step, opts ...breaker.Option) *env {
 	}
 	e.llm = scripted.New("scripted", step)
 	client := e.backend.Client()
-	call := func(ctx tool.Context, path string) (map[string]any, error) {
+	call := func(ctx agent.ToolContext, path string) (map[string]any, error) {
 		if e.block.Load() {
 			e.started <- struct{}{}
 			<-ctx.Done()
@@ -94,12 +94,14 @@ func newEnv(t *testing.T, step scripted.Step, opts ...breaker.Option) *env {
 		return map[string]any{"invoice": path, "status": "paid"}, nil
 	}
 	getInvoice, err := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch one invoice by ID."},
-		func(ctx tool.Context, a invoiceArgs) (map[string]any, error) { return call(ctx, "/invoices/"+a.ID) })
+		func(ctx agent.ToolContext, a invoiceArgs) (map[string]any, error) {
+			return call(ctx, "/invoices/"+a.ID)
+		})
 	if err != nil {
 		t.Fatal(err)
 	}
 	listInvoices, err := functiontool.New(functiontool.Config{Name: "list_invoices", Description: "List invoices."},
-		func(ctx tool.Context, _ struct{}) (map[string]any, error) { return call(ctx, "/invoices") })
+		func(ctx agent.ToolContext, _ struct{}) (map[string]any, error) { return call(ctx, "/invoices") })
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -603,7 +605,7 @@ func TestToolPanicCountsAsFailure(t *testing.T) {
 	}
 	p, _ := breaker.FromHandler(h, "")
 	boom, _ := functiontool.New(functiontool.Config{Name: "boom", Description: "panics"},
-		func(tool.Context, struct{}) (map[string]any, error) { panic("nil map write at 0xc000123456") })
+		func(agent.ToolContext, struct{}) (map[string]any, error) { panic("nil map write at 0xc000123456") })
 	llm := scripted.New("s", callOnce("boom", nil))
 	a, _ := llmagent.New(llmagent.Config{Name: "a", Model: llm, Tools: []tool.Tool{boom}})
 	r, _ := runner.New(runner.Config{AppName: "p", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
@@ -656,7 +658,7 @@ func TestCallbacksOnAgentConfig(t *testing.T) {
 	}
 	calls := atomic.Int64{}
 	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "x"},
-		func(tool.Context, struct{}) (map[string]any, error) {
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
 			calls.Add(1)
 			return map[string]any{"ok": true}, nil
 		})
@@ -725,7 +727,7 @@ func TestLoopAgentStopsAfterTheTurnEnded(t *testing.T) {
 	_ = h.Registry().Isolate("dead")
 	p, _ := breaker.FromHandler(h, "")
 	dead, _ := functiontool.New(functiontool.Config{Name: "dead", Description: "x"},
-		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{}, nil })
+		func(agent.ToolContext, struct{}) (map[string]any, error) { return map[string]any{}, nil })
 	llm := scripted.New("s", func(*model.LLMRequest) *model.LLMResponse {
 		return scripted.CallTools(scripted.Call{Name: "dead"})
 	})

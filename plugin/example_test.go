@@ -57,7 +57,9 @@ func ExampleNew() {
 		panic(err)
 	}
 	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
-		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"status": "paid"}, nil })
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
+			return map[string]any{"status": "paid"}, nil
+		})
 	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: oneCall{}, Tools: []tool.Tool{getInvoice}})
 	r, _ := runner.New(runner.Config{
 		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
@@ -90,7 +92,7 @@ func ExampleWithTurnBudget() {
 	p := breaker.MustNew(breaker.WithTurnBudget(3, 2*time.Minute))
 	calls := 0
 	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
-		func(tool.Context, struct{}) (map[string]any, error) {
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
 			calls++
 			return map[string]any{"status": "paid"}, nil
 		})

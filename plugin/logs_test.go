@@ -5,7 +5,6 @@ import (
 	"sync"
 	"testing"
 
-	"go.opentelemetry.io/otel/attribute"
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
@@ -66,8 +65,7 @@ func TestShortCircuitsAreSpanLinkedLogRecords(t *testing.T) {
 		t.Errorf("record %q trace %s span %s, want linked to execute_tool span %s of trace %s",
 			r.EventName(), r.TraceID(), r.SpanID(), tool, root.SpanContext().TraceID())
 	}
-	got := map[string]string{}
-	r.WalkAttributes(func(kv attribute.KeyValue) bool { got[string(kv.Key)] = kv.Value.Emit(); return true })
+	got := recordAttrs(&r)
 	if got["dependency"] != "billing-api" || got["tool"] != "get_invoice" || got["reason"] != "circuit_open" {
 		t.Errorf("attributes = %v", got)
 	}

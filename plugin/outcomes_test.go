@@ -80,7 +80,7 @@ func newToolAgent(t *testing.T, s toolAgentSetup, opts ...breaker.Option) *toolA
 	}
 	a.h, a.reg = h, h.Registry()
 	lookup, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "Look a record up."},
-		func(ctx tool.Context, _ struct{}) (map[string]any, error) {
+		func(ctx agent.ToolContext, _ struct{}) (map[string]any, error) {
 			a.ran.Add(1)
 			if d, ok := ctx.Deadline(); ok {
 				a.seenDeadline.Store(&d)
@@ -171,12 +171,12 @@ func (a *toolAgent) tripAndExpire() {
 var errForbidden = errors.New("permission denied for this user")
 
 // refuse is an agent's own before-tool callback that refuses every call.
-func refuse(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+func refuse(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) {
 	return nil, errForbidden
 }
 
 // fromCache is an agent's own before-tool callback that answers every call.
-func fromCache(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+func fromCache(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) {
 	return map[string]any{"record": "cached"}, nil
 }
 
@@ -208,7 +208,7 @@ func TestAgentRefusalIsNotCharged(t *testing.T) {
 func TestCachedAnswerCannotCloseHalfOpen(t *testing.T) {
 	var cache atomic.Bool
 	a := newToolAgent(t, toolAgentSetup{agent: func(_ *callbacks.Handler, c *llmagent.Config) {
-		c.BeforeToolCallbacks = []llmagent.BeforeToolCallback{func(ctx tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+		c.BeforeToolCallbacks = []llmagent.BeforeToolCallback{func(ctx agent.ToolContext, tl tool.Tool, args map[string]any) (map[string]any, error) {
 			if cache.Load() {
 				return fromCache(ctx, tl, args)
 			}
@@ -311,7 +311,7 @@ func TestExplicitGuardWithoutPlugin(t *testing.T) {
 		for i, tl := range c.Tools {
 			c.Tools[i] = h.Guard(tl)
 		}
-		c.BeforeToolCallbacks = []llmagent.BeforeToolCallback{h.BeforeTool, func(ctx tool.Context, tl tool.Tool, args map[string]any) (map[string]any, error) {
+		c.BeforeToolCallbacks = []llmagent.BeforeToolCallback{h.BeforeTool, func(ctx agent.ToolContext, tl tool.Tool, args map[string]any) (map[string]any, error) {
 			if deny.Load() {
 				return refuse(ctx, tl, args)
 			}
@@ -432,7 +432,7 @@ func TestGuardedToolKeepsItsIdentity(t *testing.T) {
 		t.Fatal(err)
 	}
 	ft, _ := functiontool.New(functiontool.Config{Name: "slow_job", Description: "Start a job.", IsLongRunning: true},
-		func(tool.Context, struct{}) (map[string]any, error) { return nil, nil })
+		func(agent.ToolContext, struct{}) (map[string]any, error) { return nil, nil })
 	g := h.Guard(ft)
 	gt, ok := g.(*callbacks.GuardedTool)
 	if !ok {
@@ -456,7 +456,7 @@ func TestGuardKeepsLongRunningAndTransfer(t *testing.T) {
 	}
 	p, _ := breaker.FromHandler(h, "")
 	job, _ := functiontool.New(functiontool.Config{Name: "start_job", Description: "Start a job.", IsLongRunning: true},
-		func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"job": "j1"}, nil })
+		func(agent.ToolContext, struct{}) (map[string]any, error) { return map[string]any{"job": "j1"}, nil })
 	sub, err := llmagent.New(llmagent.Config{Name: "helper", Description: "Helps.",
 		Model: scripted.New("sub", func(*model.LLMRequest) *model.LLMResponse { return scripted.Text("helper here") }).WithoutLog()})
 	if err != nil {
@@ -513,7 +513,7 @@ func TestAgentRecoveryIsNoMismatch(t *testing.T) {
 	logs := &logCapture{}
 	obs := &mismatchCounter{}
 	a := newToolAgent(t, toolAgentSetup{agent: func(_ *callbacks.Handler, c *llmagent.Config) {
-		c.OnToolErrorCallbacks = []llmagent.OnToolErrorCallback{func(tool.Context, tool.Tool, map[string]any, error) (map[string]any, error) {
+		c.OnToolErrorCallbacks = []llmagent.OnToolErrorCallback{func(agent.ToolContext, tool.Tool, map[string]any, error) (map[string]any, error) {
 			return map[string]any{"record": "fallback"}, nil
 		}}
 	}}, breaker.WithLogger(logs.logger()), breaker.WithObserver(obs))
@@ -541,7 +541,7 @@ func TestGuardKeepsToolConfirmation(t *testing.T) {
 	p, _ := breaker.FromHandler(h, "")
 	var ran atomic.Int64
 	pay, _ := functiontool.New(functiontool.Config{Name: "pay", Description: "Pay an invoice.", RequireConfirmation: true},
-		func(tool.Context, struct{}) (map[string]any, error) {
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
 			ran.Add(1)
 			return map[string]any{"paid": true}, nil
 		})
@@ -660,7 +660,7 @@ func TestRunRefusalEscalatesLikeBeforeTool(t *testing.T) {
 	}
 	var ran atomic.Int64
 	lookup, err := functiontool.New(functiontool.Config{Name: "lookup", Description: "Look a record up."},
-		func(tool.Context, struct{}) (map[string]any, error) {
+		func(agent.ToolContext, struct{}) (map[string]any, error) {
 			ran.Add(1)
 			return map[string]any{"record": "r1"}, nil
 		})
@@ -674,7 +674,7 @@ func TestRunRefusalEscalatesLikeBeforeTool(t *testing.T) {
 			}
 			return scripted.CallTools(scripted.Call{Name: "lookup"})
 		}).WithoutLog(),
-		BeforeToolCallbacks: []llmagent.BeforeToolCallback{func(tool.Context, tool.Tool, map[string]any) (map[string]any, error) {
+		BeforeToolCallbacks: []llmagent.BeforeToolCallback{func(agent.ToolContext, tool.Tool, map[string]any) (map[string]any, error) {
 			br.Trip(time.Minute, registry.CauseRetryHint) // after the plugin's BeforeTool admitted nothing
 			return nil, nil
 		}}})

@@ -50,19 +50,19 @@ func TestSoakLeavesNoPerInvocationState(t *testing.T) {
 	var cancelRun atomic.Pointer[context.CancelFunc]
 	errDown := errors.New("connection refused by billing backend")
 
-	mk := func(name string, fn func(tool.Context) (map[string]any, error)) tool.Tool {
+	mk := func(name string, fn func(agent.ToolContext) (map[string]any, error)) tool.Tool {
 		tl, err := functiontool.New(functiontool.Config{Name: name, Description: name},
-			func(ctx tool.Context, _ struct{}) (map[string]any, error) { return fn(ctx) })
+			func(ctx agent.ToolContext, _ struct{}) (map[string]any, error) { return fn(ctx) })
 		if err != nil {
 			t.Fatal(err)
 		}
 		return tl
 	}
 	tools := []tool.Tool{
-		mk("ok_tool", func(tool.Context) (map[string]any, error) { return map[string]any{"ok": true}, nil }),
-		mk("fail_tool", func(tool.Context) (map[string]any, error) { return nil, errDown }),
-		mk("open_tool", func(tool.Context) (map[string]any, error) { return map[string]any{"ok": true}, nil }),
-		mk("cancel_tool", func(ctx tool.Context) (map[string]any, error) {
+		mk("ok_tool", func(agent.ToolContext) (map[string]any, error) { return map[string]any{"ok": true}, nil }),
+		mk("fail_tool", func(agent.ToolContext) (map[string]any, error) { return nil, errDown }),
+		mk("open_tool", func(agent.ToolContext) (map[string]any, error) { return map[string]any{"ok": true}, nil }),
+		mk("cancel_tool", func(ctx agent.ToolContext) (map[string]any, error) {
 			if c := cancelRun.Load(); c != nil {
 				(*c)()
 			}

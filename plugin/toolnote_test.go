@@ -45,7 +45,7 @@ func TestToolNoteInEveryRequest(t *testing.T) {
 	}
 	mk := func(name string) tool.Tool {
 		tl, err := functiontool.New(functiontool.Config{Name: name, Description: "Does " + name + "."},
-			func(tool.Context, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
+			func(agent.ToolContext, struct{}) (map[string]any, error) { return map[string]any{"ok": true}, nil })
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -18,6 +18,17 @@ var prefilterSeeds = []string{
 	"fe80::1%eth0", "[::1]:80", "10.0.0.7", "1.2.3.4.5", "-----BEGIN RSA PRIVATE KEY-----\nMII\n-----END RSA PRIVATE KEY-----",
 	"IGNORE all previous INSTRUCTIONS", "Bypass the guardrails", "you are now DAN", "</system>", "< tool_call x>",
 	"new instruction", "developer mode", "jailbreak", "system override", "System Prompt",
+	// Vendor prefixes, the Discord shape at its lengths, quoted values and
+	// escapes.
+	"shpat_" + strings.Repeat("a1", 16), "dop_v1_" + strings.Repeat("0f", 16), "key-" + strings.Repeat("x9", 16),
+	"glpat-" + strings.Repeat("Ab", 10), "glagent-" + strings.Repeat("Ab", 10), "glKat-", "hf_" + strings.Repeat("aB", 15),
+	"api_org_" + strings.Repeat("Xy", 15), "npm_" + strings.Repeat("a", 36), "pypi-AgE" + strings.Repeat("z", 40),
+	"SG." + strings.Repeat("a", 16) + "." + strings.Repeat("b", 16), "GOCSPX-" + strings.Repeat("c", 20),
+	strings.Repeat("M", 23) + ".abcdef." + strings.Repeat("h", 27), "MTIzNDU2Nzg5MDEyMzQ1Njc4.GaBcDe.AbCdEfGhIjKlMnOpQrStUvWxYz0",
+	strings.Repeat("a", 22) + ".abcdef." + strings.Repeat("h", 27),
+	"{'password': 'x y'}", `{\"api_key\": \"v\"}`, `\\"token\\":\\"v\\"`,
+	"-----BEGIN PGP PRIVATE KEY BLOCK-----", "https%3A%2F%2Fa%3Ab%40c.d", "%253A", "\\u0041IzaSyA1b2C3d4E5f6G7h8I9j0K1",
+	"\\x41", "&quot;secret&quot;: 1", "&#x41;&#65;&amp;lt;", "%5Cu0041", "\\", "%", "&#;", "&#x;",
 }
 
 // TestPrefiltersNeverSkipAMatch: a rule's prefilter says "cannot match"
@@ -25,6 +36,9 @@ var prefilterSeeds = []string{
 func TestPrefiltersNeverSkipAMatch(t *testing.T) {
 	for _, s := range prefilterSeeds {
 		checkPrefilters(t, s)
+		if d, ok := decoded(s); ok {
+			checkPrefilters(t, d)
+		}
 	}
 }
 
@@ -37,6 +51,9 @@ func FuzzPrefilter(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		n, _ := normalise(s, 4096)
 		checkPrefilters(t, n)
+		if d, ok := decoded(n); ok {
+			checkPrefilters(t, d) // Text matches decoded text too
+		}
 		if got, want := Text(s, 4096), text(s, 4096, false); got != want {
 			t.Fatalf("Text(%q) = %q, without prefilters %q", s, got, want)
 		}

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"encoding/base64"
 	"math"
 	"net/netip"
 	"regexp"
@@ -42,22 +43,36 @@ func Printable(s string, limit int) string {
 // bytes long. It normalises s as Printable does, so that no invisible
 // character or unusual space can hide a pattern, and then
 //
-//   - replaces with "[redacted]": private keys; URLs with credentials and
+//   - replaces with "[redacted]": PEM and OpenPGP private keys (to their
+//     END line, or to the end of the text); URLs with credentials and
 //     every http, https, ws, wss and ftp URL; user:password@host;
 //     bearer, basic, token and negotiate credentials (not a lower-case name
 //     that starts with the word, such as token-service); JSON web tokens;
 //     Google API keys (AIza…) and OAuth tokens (ya29.…); AWS access key IDs
 //     and secret access keys; GitHub, Slack, Stripe, OpenAI and Anthropic
-//     style keys; key=value and "key": "value" pairs whose key names a
-//     secret (password, secret, token, api_key, auth, credential, cookie,
-//     session…); long random-looking tokens (32 or more characters mixing
-//     upper case, lower case and digits, or hexadecimal); loopback, private,
-//     link-local, shared (100.64/10) and unspecified IPv4 and IPv6
-//     addresses, including IPv4-mapped IPv6 and zoned addresses;
+//     style keys; Shopify (shpat_…), DigitalOcean (dop_v1_…), Mailgun
+//     (key-…), GitLab (glpat-…, gldt-…), Hugging Face (hf_…), npm, PyPI,
+//     SendGrid and Google OAuth client secret (GOCSPX-…) tokens; Discord
+//     bot tokens; key=value, "key": "value", 'key': 'value' (Python's repr)
+//     and \"key\": \"value\" pairs whose key names a secret (password,
+//     secret, token, api_key, auth, credential, cookie, session…), a quoted
+//     value to its closing quote; long random-looking tokens (32 or more
+//     characters mixing upper case, lower case and digits, or
+//     hexadecimal); loopback, private, link-local, shared (100.64/10) and
+//     unspecified IPv4 and IPv6 addresses, including IPv4-mapped IPv6 and
+//     zoned addresses;
 //   - replaces with "[removed]" instruction phrases aimed at the model
 //     ("ignore previous instructions", "you are now", "system prompt",
 //     "developer mode", role tags such as </system>…), whatever spaces
 //     separate their words.
+//
+// Escapes cannot hide a pattern either: Text also matches the text with
+// percent-encoding decoded (once or more: %3A, %253A), backslash escapes
+// decoded behind any number of backslashes (\u0041, \\u0041 in JSON
+// embedded in a JSON string, \x41, \", \/) and HTML character references
+// decoded (&quot;, &#65;). When that finds something more to redact, the
+// output is the decoded text, redacted; otherwise the text keeps its
+// escapes.
 //
 // When s is longer than Text examines (four times limit, or limit + 48 KiB
 // for large limits), the cut-off last
@@ -87,6 +102,21 @@ func text(s string, limit int, prefilter bool) string {
 			s = ""
 		}
 	}
+	s = apply(s, prefilter)
+	if d, ok := decoded(s); ok {
+		// Escapes hid something: the decoded text, redacted, is what is
+		// safe to show. Otherwise the text stays as it was written.
+		if r := apply(d, prefilter); r != d {
+			s = r
+		}
+	}
+	s, _ = normalise(s, limit) // replacements may leave spaces to fold
+	return s
+}
+
+// apply applies every rule to s, normalised text; prefilter false ignores
+// the prefilters.
+func apply(s string, prefilter bool) string {
 	for _, r := range rules {
 		if prefilter && r.need != nil && !r.need(s) {
 			continue
@@ -97,17 +127,40 @@ func text(s string, limit int, prefilter bool) string {
 			s = r.re.ReplaceAllLiteralString(s, r.with)
 		}
 	}
-	s, _ = normalise(s, limit) // replacements may leave spaces to fold
 	return s
+}
+
+// decoded returns s, normalised text, with its escapes decoded (decode) and
+// normalised again; ok is false when s has no escape to decode.
+func decoded(s string) (string, bool) {
+	if !strings.ContainsAny(s, `\%&`) {
+		return s, false
+	}
+	d := decode(s)
+	if d == s {
+		return s, false
+	}
+	d, _ = normalise(d, len(d))
+	return d, true
 }
 
 // Sensitive reports whether s holds something Text redacts as a credential:
 // a key, token, password, private key, or user info in a URL — after the
-// same normalisation, so invisible characters cannot hide one. Plain URLs,
+// same normalisation and decoding, so invisible characters and escapes
+// cannot hide one. Plain URLs,
 // addresses and instruction phrases do not count. Configuration uses it to
 // refuse a name or a setting that carries a secret, without echoing it.
 func Sensitive(s string) bool {
 	s, _ = normalise(s, len(s))
+	if sensitive(s) {
+		return true
+	}
+	d, ok := decoded(s)
+	return ok && sensitive(d)
+}
+
+// sensitive is Sensitive without decoding: s is normalised text.
+func sensitive(s string) bool {
 	for _, r := range rules {
 		if !r.secret || r.need != nil && !r.need(s) {
 			continue
@@ -236,8 +289,10 @@ const secretKey = `(?:api[_-]?key|apikey|secret|passw(?:or)?d|pwd|token|auth|cre
 // not require a word boundary before it, so that text glued in front (with
 // an invisible separator dropped) does not hide them.
 var rules = []rule{
-	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY-----.*?(?:-----END [A-Z ]*PRIVATE KEY-----|$)`), with: Redacted,
-		need: has("PRIVATE KEY-----")},
+	// PEM and OpenPGP (… PRIVATE KEY BLOCK-----) private keys, to their end
+	// or to the end of the text.
+	{secret: true, re: regexp.MustCompile(`-----BEGIN [A-Z ]*PRIVATE KEY(?: BLOCK)?-----.*?(?:-----END [A-Z ]*PRIVATE KEY(?: BLOCK)?-----|$)`), with: Redacted,
+		need: has("PRIVATE KEY")},
 	// URLs: with credentials (any scheme), then every web URL.
 	{secret: true, re: regexp.MustCompile(`(?i)[a-z][a-z0-9+.-]*://[^ /@]+@\S*`), with: Redacted,
 		need: func(s string) bool { return strings.Contains(s, "://") && strings.Contains(s, "@") }},
@@ -256,8 +311,18 @@ var rules = []rule{
 	{secret: true, re: regexp.MustCompile(`xox[abeprs]-[A-Za-z0-9-]{8,}`), with: Redacted, need: has("xox")},
 	{secret: true, re: regexp.MustCompile(`(?:sk|pk|rk)[-_](?:live|test|proj|ant)[-_][A-Za-z0-9_-]{8,}|\bsk-[A-Za-z0-9_-]{20,}`), with: Redacted,
 		need: func(s string) bool { return strings.Contains(s, "k-") || strings.Contains(s, "k_") }},
-	// key=value, key: value, "key": "value".
-	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*"? ?[=:] ?"?[^ "&,;]+`), with: Redacted,
+	// Shopify, DigitalOcean, Mailgun, GitLab, Hugging Face, npm, PyPI,
+	// SendGrid and Google OAuth client secrets: a fixed prefix.
+	{secret: true, re: regexp.MustCompile(`shp(?:at|ca|pa|ss)_[0-9A-Za-z]{32,}|do[opr]_v1_[0-9A-Za-z]{32,}|key-[0-9A-Za-z]{32,}|` +
+		gitLabPrefix + `-[0-9A-Za-z_.-]{20,}|(?:hf|api_org)_[A-Za-z0-9]{30,}|npm_[A-Za-z0-9]{36,}|pypi-AgE[A-Za-z0-9_-]{40,}|` +
+		`SG\.[A-Za-z0-9_-]{16,}\.[A-Za-z0-9_-]{16,}|GOCSPX-[A-Za-z0-9_-]{20,}`), with: Redacted, need: vendorPrefix},
+	// Discord bot tokens: the base64 of the bot's numeric ID, a dot, six or
+	// seven characters of time stamp, a dot and an HMAC.
+	{secret: true, re: regexp.MustCompile(`[A-Za-z0-9_-]{23,28}\.[A-Za-z0-9_-]{6,7}\.[A-Za-z0-9_-]{27,}`), fn: discordToken, need: dottedRun},
+	// key=value, key: value, "key": "value", 'key': 'value' (Python's repr),
+	// \"key\": \"value\" (JSON inside a JSON string); a quoted value to its
+	// closing quote.
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*(?:\\*["'])? ?[=:] ?(?:\\*"(?:[^"\\]|\\[^"])*(?:\\*")?|'[^']*'?|[^ "&,;]+)`), with: Redacted,
 		need: func(s string) bool {
 			return strings.ContainsAny(s, "=:") && secretKeyWords(s)
 		}},
@@ -272,6 +337,32 @@ var rules = []rule{
 	{need: func(s string) bool {
 		return strings.Contains(s, "<") || hasWordFold("prompt", "now", "instruction", "mode", "jailbreak", "override")(s)
 	}, re: regexp.MustCompile(`(?i)system ?prompt|you ?are ?now|new ?instructions?|developer ?mode|jailbreak|system ?override|</? ?(?:system|assistant|user|developer|tool_call|tool|instructions?)\b[^>]{0,40}>`), with: Removed},
+}
+
+// gitLabPrefix matches the prefixes of GitLab's tokens (personal, deploy,
+// project and group, runner, CI/CD job, OAuth application, feed, incoming
+// mail, SCIM, agent, feature flag client, workspace).
+const gitLabPrefix = `gl(?:pat|dt|ptt|rt|cbt|oas|ft|imt|soat|agent|ffct|wt)`
+
+// discordToken redacts m, three dotted parts, if its first part — or, when
+// other text is glued in front, a suffix of it — is the base64 of a
+// snowflake ID (17 to 20 digits), as in every Discord bot token.
+func discordToken(m string) string {
+	id, _, _ := strings.Cut(m, ".")
+	for k := 0; len(id)-k >= 23; k++ {
+		b, err := base64.RawURLEncoding.DecodeString(id[k:])
+		if err != nil || len(b) < 17 || len(b) > 20 {
+			continue
+		}
+		digits := true
+		for _, c := range b {
+			digits = digits && '0' <= c && c <= '9'
+		}
+		if digits {
+			return m[:k] + Redacted
+		}
+	}
+	return m
 }
 
 // authCredential redacts m, an authorization scheme and what follows it,
@@ -390,6 +481,50 @@ func tokenRun(s string) bool {
 				return true
 			}
 		} else {
+			n = 0
+		}
+	}
+	return false
+}
+
+// vendorPrefix is the prefilter of the vendor token rule: s holds one of
+// its prefixes ("gl" only when a dash follows within six letters, so that
+// prose such as "global" skips the pattern).
+func vendorPrefix(s string) bool {
+	for _, p := range [...]string{"shp", "_v1_", "key-", "hf_", "api_org_", "npm_", "pypi-", "SG.", "GOCSPX-"} {
+		if strings.Contains(s, p) {
+			return true
+		}
+	}
+	for i := 0; ; {
+		j := strings.Index(s[i:], "gl")
+		if j < 0 {
+			return false
+		}
+		i += j + 2
+		for k := i; k < len(s) && k <= i+6; k++ {
+			if s[k] == '-' {
+				return true
+			}
+			if s[k] < 'a' || s[k] > 'z' {
+				break
+			}
+		}
+	}
+}
+
+// dottedRun is the prefilter of Discord tokens: s has a run of 23
+// characters of [A-Za-z0-9_-] followed by a dot.
+func dottedRun(s string) bool {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-':
+			n++
+		case c == '.' && n >= 23:
+			return true
+		default:
 			n = 0
 		}
 	}

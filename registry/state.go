@@ -130,8 +130,13 @@ func RetrySeconds(d time.Duration) float64 {
 	return d.Seconds()
 }
 
-// Cause says what moved a breaker.
+// Cause says what moved a breaker. The zero Cause, CauseNone, is a
+// breaker's before its first transition: it has been closed since it was
+// created.
 type Cause uint8
+
+// CauseNone: no transition yet (a breaker closed since its creation).
+const CauseNone Cause = 0
 
 const (
 	// CauseTrip: failures in the closed state reached the policy's threshold.
@@ -163,6 +168,8 @@ const (
 // String returns a stable snake_case name.
 func (c Cause) String() string {
 	switch c {
+	case CauseNone:
+		return "none"
 	case CauseTrip:
 		return "trip"
 	case CauseHoldExpired:

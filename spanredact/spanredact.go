@@ -33,7 +33,9 @@ const (
 	// A JSON object or array (ADK serialises tool arguments and responses
 	// as JSON) is sanitised leaf by leaf and stays JSON; the values of
 	// members whose name looks like a credential ("password", "api_key",
-	// "authorization", …) are replaced whole.
+	// "authorization", …) are replaced whole. A string that holds a JSON
+	// object or array (a response passed on as text) is sanitised as JSON
+	// in turn, up to four levels down.
 	Redact
 	// Hash replaces the value by a short digest, so equal values can still
 	// be correlated: "sha256:" and the first 16 hex digits of the plain
@@ -337,7 +339,20 @@ func (r *Redactor) hash(s string) string {
 func (r *Redactor) sanitise(s string) string {
 	t := strings.TrimSpace(s)
 	if len(t) > 1 && (t[0] == '{' || t[0] == '[') {
-		if out, ok := r.sanitiseJSON(t); ok {
+		if out, ok := r.sanitiseJSON(t, 0); ok {
+			return out
+		}
+	}
+	return redact.Text(s, r.limit)
+}
+
+// leaf sanitises a JSON string: one that holds a JSON object or array (a
+// response passed on as text, a request body) as JSON, up to maxEmbed
+// levels of embedding, so that its credential-named members are replaced
+// whole as they are at the top level; any other as text.
+func (r *Redactor) leaf(s string, embed int) string {
+	if t := strings.TrimSpace(s); embed < maxEmbed && len(t) > 1 && (t[0] == '{' || t[0] == '[') {
+		if out, ok := r.sanitiseJSON(t, embed+1); ok {
 			return out
 		}
 	}
@@ -346,6 +361,10 @@ func (r *Redactor) sanitise(s string) string {
 
 // maxDepth bounds the JSON walk; deeper values are replaced whole.
 const maxDepth = 32
+
+// maxEmbed bounds how many levels of JSON embedded in JSON strings are
+// sanitised as JSON; deeper ones are sanitised as text.
+const maxEmbed = 4
 
 // sanitiseJSON re-emits the JSON document t in its own order, leaf by leaf:
 // member names and strings through redact.Text, a credential-named member's
@@ -356,8 +375,9 @@ const maxDepth = 32
 // kilobytes cost, in span.End on the call path. ok is false when t turns
 // out not to be one JSON value before that point: the caller treats it as
 // text. Every byte of the output comes from a sanitised token, so an early
-// stop leaves nothing unsanitised.
-func (r *Redactor) sanitiseJSON(t string) (out string, ok bool) {
+// stop leaves nothing unsanitised. embed counts the JSON strings t is
+// embedded in (leaf).
+func (r *Redactor) sanitiseJSON(t string, embed int) (out string, ok bool) {
 	dec := json.NewDecoder(strings.NewReader(t))
 	dec.UseNumber()
 	var b strings.Builder
@@ -442,7 +462,7 @@ func (r *Redactor) sanitiseJSON(t string) (out string, ok bool) {
 		}
 		switch x := tok.(type) {
 		case string:
-			writeString(&b, redact.Text(x, r.limit))
+			writeString(&b, r.leaf(x, embed))
 		case json.Number:
 			b.WriteString(x.String())
 		case bool:

@@ -59,7 +59,8 @@ func TestSmallJSONStaysValid(t *testing.T) {
 // FuzzSanitise: whatever the input, the output is valid UTF-8 within the
 // limit, and valid JSON when the input was and the output was not cut.
 func FuzzSanitise(f *testing.F) {
-	for _, s := range []string{`{"a":"b"}`, `[1,2,[3,{"password":"x"}]]`, `{"k":"v",}`, `[` + strings.Repeat("[", 40) + `]`, "{\"\u2028\":\"\\u0000\"}"} {
+	for _, s := range []string{`{"a":"b"}`, `[1,2,[3,{"password":"x"}]]`, `{"k":"v",}`, `[` + strings.Repeat("[", 40) + `]`, "{\"\u2028\":\"\\u0000\"}",
+		`{"body":"{\"config\":\"\\u0041IzaSyFAKE-0123456789abc\"}"}`, `{"a":"[\"{\\\"pin\\\":1}\"]"}`, `["{'password': 'x'}", "%41"]`} {
 		f.Add(s)
 	}
 	r, err := New(WithLimit(256))

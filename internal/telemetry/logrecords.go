@@ -62,7 +62,6 @@ func (in *Instrumentation) emit(ctx context.Context, event, body string, attrs .
 	r.SetEventName(event)
 	r.SetSeverity(log.SeverityWarn)
 	r.SetSeverityText("WARN")
-	r.SetBody(attribute.StringValue(body))
-	r.AddAttributes(attrs...)
+	setBody(&r, body, attrs)
 	in.logger.Emit(ctx, r)
 }

@@ -19,6 +19,15 @@
 //	SCHEMA_VIOLATION  structured output violates the declared output schema
 //	DROPPED           the tool runs, the connection closes before the response
 //
+// It speaks both MCP protocols: by default the newest its go-sdk serves
+// (with go-sdk ≥ v1.7.0 the sessionless protocol, and HTTP served
+// statelessly); with Config.Legacy it is a server from before protocol
+// 2026-07-28, which refuses server/discover as unknown (so a current client
+// falls back to initialize) and keeps HTTP sessions. Run fault tests against
+// both. Faults (Latency, Blackhole, the modes) hit whichever handshake
+// request the client sends; the Latency key Handshake delays each of them,
+// and Handshakes counts the handshakes accepted on either protocol.
+//
 // It serves in-process, with no sockets (Dial, or Transport for clients that
 // reconnect through one transport value), and over streamable HTTP on
 // 127.0.0.1 (StartHTTP, HTTPDial). Executions counts, per tool, how many

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -34,6 +35,8 @@ func (h *httpState) close() {
 
 // StartHTTP serves the server over streamable HTTP (JSON responses) on
 // 127.0.0.1 and returns its endpoint. It is idempotent. Close stops it.
+// A Legacy server keeps sessions (Mcp-Session-Id); any other is served
+// statelessly, as a server of the sessionless protocol is.
 func (s *Server) StartHTTP() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -51,14 +54,14 @@ func (s *Server) StartHTTP() string {
 
 func (s *Server) streamableHandler() *http.Handler {
 	var h http.Handler = mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.srv },
-		&mcp.StreamableHTTPOptions{JSONResponse: true})
+		&mcp.StreamableHTTPOptions{JSONResponse: true, Stateless: !s.cfg.Legacy})
 	return &h
 }
 
 // RestartHTTP simulates a restart of the HTTP server on the same address:
-// every session is forgotten (requests that name one get HTTP 404, as the
-// MCP spec requires) and open client connections are closed. Executions and
-// request counts are kept.
+// every session is forgotten (on a Legacy server, requests that name one get
+// HTTP 404, as the MCP spec requires) and open client connections are
+// closed. Executions and request counts are kept.
 func (s *Server) RestartHTTP() {
 	s.mu.Lock()
 	web := s.web
@@ -164,6 +167,19 @@ func (s *Server) httpFaults(next http.Handler) http.Handler {
 			case <-s.done:
 			}
 			return
+		case peek.Method == methodDiscover && s.cfg.Legacy:
+			// An old server answers with an error and, the request not being
+			// an initialize, no session.
+			s.refuseDiscover()
+			if req, ok := decodeRequest(body); ok {
+				if data, err := jsonrpc.EncodeMessage(discoverRefusal(req.ID)); err == nil {
+					w.Header().Set("Content-Type", "application/json")
+					_, _ = w.Write(data)
+					return
+				}
+			}
+			http.Error(w, "bad request", http.StatusBadRequest)
+			return
 		case peek.Method == "tools/call" && mode == Flapping && s.flapDown():
 			if s.cfg.RetryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int((s.cfg.RetryAfter+time.Second-1)/time.Second)))
@@ -230,4 +246,13 @@ func (s *Server) httpFaults(next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
+}
+
+func decodeRequest(body []byte) (*jsonrpc.Request, bool) {
+	m, err := jsonrpc.DecodeMessage(body)
+	if err != nil {
+		return nil, false
+	}
+	r, ok := m.(*jsonrpc.Request)
+	return r, ok
 }

@@ -140,10 +140,37 @@ type Config struct {
 	// Latency delays messages by method, whatever the mode: on the
 	// in-process transport the client's write of that method takes this
 	// long (so "notifications/initialized" can cost the client time), over
-	// HTTP the server waits this long before handling the request. See
-	// also SetLatency.
+	// HTTP the server waits this long before handling the request. The key
+	// Handshake delays every handshake request, whichever protocol the
+	// client speaks ("server/discover" and "initialize": a current client
+	// that falls back from the one to the other on a Legacy server pays it
+	// twice). See also SetLatency.
 	Latency map[string]time.Duration
+	// Legacy makes the server one from before MCP protocol 2026-07-28: it
+	// answers "server/discover" as such a server does (JSON-RPC "method not
+	// found"), so a go-sdk ≥ v1.7.0 client falls back to the initialize
+	// handshake, and over HTTP it keeps sessions (Mcp-Session-Id; a
+	// request naming a forgotten one gets 404). Without it the server
+	// speaks the newest protocol its go-sdk serves: with go-sdk ≥ v1.7.0
+	// the sessionless protocol (one "server/discover", no initialize),
+	// served over HTTP statelessly (no Mcp-Session-Id); with an older
+	// go-sdk the initialize handshake, over HTTP statelessly too (that
+	// go-sdk's stateless handler still sends a session id, but never
+	// refuses a request for naming an unknown one).
+	Legacy bool
 }
+
+// Handshake is the Latency key (and SetLatency method) that delays every
+// handshake request: "server/discover" and "initialize".
+const Handshake = "handshake"
+
+// Handshake methods of the two protocols.
+const (
+	methodDiscover   = "server/discover"
+	methodInitialize = "initialize"
+)
+
+func isHandshake(method string) bool { return method == methodDiscover || method == methodInitialize }
 
 // DefaultTools returns the tools of a zero Config:
 //   - "echo" returns its "text" argument; annotated idempotent;
@@ -229,6 +256,7 @@ type Server struct {
 	execs    map[string]int           // Guarded by mu: tool runs.
 	metas    map[string][]mcp.Meta    // Guarded by mu: the _meta of each tool run.
 	requests map[string]int           // Guarded by mu: requests by method.
+	shakes   int                      // Guarded by mu: handshakes the server accepted.
 	conns    map[*faultConn]bool      // Guarded by mu.
 	sessions []*mcp.ServerSession     // Guarded by mu.
 	closed   bool                     // Guarded by mu.
@@ -341,6 +369,9 @@ func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		s.mu.Lock()
 		s.requests[method]++
+		if isHandshake(method) {
+			s.shakes++
+		}
 		mode := s.mode
 		s.mu.Unlock()
 		if (mode == SlowList && method == "tools/list") || (mode == SlowCall && method == "tools/call") {
@@ -391,7 +422,11 @@ func (s *Server) SetLatency(method string, d time.Duration) {
 func (s *Server) latencyOf(method string) time.Duration {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.latency[method]
+	d := s.latency[method]
+	if isHandshake(method) {
+		d += s.latency[Handshake]
+	}
+	return d
 }
 
 // Mode returns the current mode.
@@ -408,13 +443,41 @@ func (s *Server) Executions(tool string) int {
 	return s.execs[tool]
 }
 
-// Requests returns how many requests of method ("initialize",
-// "tools/list", "tools/call", …) reached the server's handlers. Requests
-// swallowed by Blackhole or dropped by Flapping do not.
+// Requests returns how many requests of method ("server/discover",
+// "initialize", "tools/list", "tools/call", …) reached the server's
+// handlers. Requests swallowed by Blackhole or dropped by Flapping do not;
+// a "server/discover" that a Legacy server refused does.
 func (s *Server) Requests(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.requests[method]
+}
+
+// Handshakes returns how many handshakes the server accepted, whichever
+// the protocol: "initialize" requests, and "server/discover" requests it
+// answered (not those a Legacy server refused). A client that connects
+// once counts one, on either protocol.
+func (s *Server) Handshakes() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.shakes
+}
+
+// Legacy reports whether the server speaks only the legacy handshake
+// (Config.Legacy).
+func (s *Server) Legacy() bool { return s.cfg.Legacy }
+
+// refuseDiscover records a "server/discover" that a Legacy server refuses.
+func (s *Server) refuseDiscover() {
+	s.mu.Lock()
+	s.requests[methodDiscover]++
+	s.mu.Unlock()
+}
+
+// discoverRefusal is what a server from before protocol 2026-07-28 answers
+// a "server/discover": the method does not exist.
+func discoverRefusal(id jsonrpc.ID) *jsonrpc.Response {
+	return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: jsonrpc.CodeMethodNotFound, Message: `method not found: "server/discover"`}}
 }
 
 // flapDown reports whether the next tools/call request should fail.

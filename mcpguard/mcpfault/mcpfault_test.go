@@ -3,6 +3,7 @@ package mcpfault_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/http"
 	"syscall"
 	"testing"
@@ -75,31 +76,126 @@ func TestUnreachable(t *testing.T) {
 	}
 }
 
-func TestBlackholeAndLatency(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		fs := mcpfault.New(mcpfault.Config{Mode: mcpfault.Blackhole})
-		defer fs.Close()
-		tr, _ := fs.Dial(t.Context())
-		ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
-		defer cancel()
-		start := time.Now()
-		_, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, tr, nil)
-		if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
-			t.Errorf("blackhole connect: %v after %s", err, time.Since(start))
-		}
-		if fs.Requests("initialize") != 0 {
-			t.Error("a blackholed request reached the handlers")
-		}
+// sessionlessVersion is the first MCP protocol version without the
+// initialize handshake.
+const sessionlessVersion = "2026-07-28"
 
-		fs.SetMode(mcpfault.None)
-		fs.SetLatency("initialize", 3*time.Second)
-		start = time.Now()
-		s := connect(t, t.Context(), fs)
-		defer s.Close()
-		if d := time.Since(start); d != 3*time.Second {
-			t.Errorf("handshake took %s, want the 3s latency", d)
+// clientIsSessionless reports whether this build's go-sdk client speaks the
+// sessionless protocol (go-sdk ≥ v1.7.0), by asking a current server.
+func clientIsSessionless(t *testing.T) bool {
+	t.Helper()
+	fs := mcpfault.New(mcpfault.Config{})
+	defer fs.Close()
+	s := connect(t, t.Context(), fs)
+	defer s.Close()
+	return s.InitializeResult().ProtocolVersion >= sessionlessVersion
+}
+
+func TestBlackholeAndLatency(t *testing.T) {
+	sessionless := clientIsSessionless(t)
+	for _, legacy := range []bool{false, true} {
+		t.Run(fmt.Sprintf("legacy=%v", legacy), func(t *testing.T) {
+			synctest.Test(t, func(t *testing.T) {
+				fs := mcpfault.New(mcpfault.Config{Mode: mcpfault.Blackhole, Legacy: legacy})
+				defer fs.Close()
+				tr, _ := fs.Dial(t.Context())
+				ctx, cancel := context.WithTimeout(t.Context(), 5*time.Second)
+				defer cancel()
+				start := time.Now()
+				_, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(ctx, tr, nil)
+				if !errors.Is(err, context.DeadlineExceeded) || time.Since(start) != 5*time.Second {
+					t.Errorf("blackhole connect: %v after %s", err, time.Since(start))
+				}
+				if fs.Requests("initialize")+fs.Requests("server/discover") != 0 || fs.Handshakes() != 0 {
+					t.Error("a blackholed request reached the handlers")
+				}
+
+				fs.SetMode(mcpfault.None)
+				fs.SetLatency(mcpfault.Handshake, 3*time.Second)
+				start = time.Now()
+				s := connect(t, t.Context(), fs)
+				defer s.Close()
+				// Every handshake request the client sent paid the latency:
+				// one, or two when a current client falls back on a legacy
+				// server.
+				legs := 1
+				if legacy && sessionless {
+					legs = 2
+				}
+				if d := time.Since(start); d != time.Duration(legs)*3*time.Second {
+					t.Errorf("handshake took %s, want %d × the 3s latency", d, legs)
+				}
+				if n := fs.Requests("initialize") + fs.Requests("server/discover"); n != legs {
+					t.Errorf("%d handshake requests, want %d", n, legs)
+				}
+				if fs.Handshakes() != 1 {
+					t.Errorf("handshakes = %d, want 1", fs.Handshakes())
+				}
+			})
+		})
+	}
+}
+
+// TestProtocols: a Legacy server makes a current client fall back to the
+// initialize handshake and, over HTTP, keeps a session; a current server
+// speaks the client's newest protocol and, over HTTP, keeps none.
+func TestProtocols(t *testing.T) {
+	sessionless := clientIsSessionless(t)
+	for _, legacy := range []bool{false, true} {
+		for _, overHTTP := range []bool{false, true} {
+			t.Run(fmt.Sprintf("legacy=%v/http=%v", legacy, overHTTP), func(t *testing.T) {
+				fs := mcpfault.New(mcpfault.Config{Legacy: legacy})
+				defer fs.Close()
+				htr := &http.Transport{}
+				defer htr.CloseIdleConnections()
+				var tr mcp.Transport
+				var err error
+				if overHTTP {
+					tr, err = fs.HTTPDial(&http.Client{Transport: htr})(t.Context())
+				} else {
+					tr, err = fs.Dial(t.Context())
+				}
+				if err != nil {
+					t.Fatal(err)
+				}
+				s, err := mcp.NewClient(&mcp.Implementation{Name: "t"}, nil).Connect(t.Context(), tr, nil)
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				pv := s.InitializeResult().ProtocolVersion
+				if got, want := pv >= sessionlessVersion, sessionless && !legacy; got != want {
+					t.Errorf("protocol %s: sessionless = %v, want %v", pv, got, want)
+				}
+				// A legacy server hands out a session; a current one on the
+				// sessionless protocol none (an older go-sdk's stateless
+				// handler still sends an id, which it never checks).
+				if overHTTP && legacy && s.ID() == "" {
+					t.Error("no session id from a legacy server")
+				}
+				if overHTTP && !legacy && sessionless && s.ID() != "" {
+					t.Errorf("session id %q from a sessionless server", s.ID())
+				}
+				if fs.Handshakes() != 1 {
+					t.Errorf("handshakes = %d, want 1", fs.Handshakes())
+				}
+				wantDiscover := 0
+				if sessionless {
+					wantDiscover = 1 // a current client asks first, on either server
+				}
+				if n := fs.Requests("server/discover"); n != wantDiscover {
+					t.Errorf("server/discover requests = %d, want %d", n, wantDiscover)
+				}
+				res, err := s.ListTools(t.Context(), nil)
+				if err != nil || len(res.Tools) != len(mcpfault.DefaultTools()) {
+					t.Fatalf("tools/list: %v, %v", res, err)
+				}
+				if _, err := s.CallTool(t.Context(), &mcp.CallToolParams{Name: "echo", Arguments: map[string]any{"text": "x"}}); err != nil {
+					t.Fatal(err)
+				}
+			})
 		}
-	})
+	}
 }
 
 func TestSlowModesEndWithTheClient(t *testing.T) {

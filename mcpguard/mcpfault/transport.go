@@ -52,6 +52,17 @@ func (c *faultConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			continue // read, never answered
 		}
 		if req, ok := m.(*jsonrpc.Request); ok && req.IsCall() {
+			if req.Method == methodDiscover && c.s.cfg.Legacy {
+				// An old server: the method does not exist.
+				c.s.refuseDiscover()
+				c.wmu.Lock()
+				err := c.inner.Write(ctx, discoverRefusal(req.ID))
+				c.wmu.Unlock()
+				if err != nil {
+					return nil, err
+				}
+				continue
+			}
 			if req.Method == "tools/call" && c.s.flapDown() {
 				_ = c.Close() // down: the tool never runs
 				return nil, io.EOF

@@ -68,7 +68,7 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	defer backend.Close()
 
 	getInvoice, err := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice by its ID."},
-		func(tc tool.Context, a struct {
+		func(tc agent.ToolContext, a struct {
 			ID string `json:"id"`
 		}) (map[string]any, error) {
 			req, err := http.NewRequestWithContext(tc, http.MethodGet, backend.URL+"/invoices/"+a.ID, nil)

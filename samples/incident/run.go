@@ -278,7 +278,7 @@ func run(mode string, v variant) (*result, error) {
 		Company string `json:"company"`
 	}
 	enrich, err := functiontool.New(functiontool.Config{Name: "enrich", Description: "Enrich a company profile from the third-party API."},
-		func(ctx tool.Context, _ enrichArgs) (map[string]any, error) { return dep.call(ctx) })
+		func(ctx agent.ToolContext, _ enrichArgs) (map[string]any, error) { return dep.call(ctx) })
 	if err != nil {
 		return nil, err
 	}

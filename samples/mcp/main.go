@@ -45,7 +45,7 @@ func main() {
 
 func run(ctx context.Context) error {
 	// Three in-process MCP servers (no sockets).
-	notes := mcpfault.New(mcpfault.Config{Name: "notes"})
+	notes := mcpfault.New(mcpfault.Config{Name: "notes", Legacy: true})
 	weather := mcpfault.New(mcpfault.Config{Name: "weather", Mode: mcpfault.Unreachable})
 	payments := mcpfault.New(mcpfault.Config{Name: "payments", Mode: mcpfault.Flapping, FlapEvery: 1})
 	defer notes.Close()
@@ -85,6 +85,9 @@ func run(ctx context.Context) error {
 	}
 	for _, h := range g.Health() {
 		say("  %-8s outcome=%-5s tools=%d", h.Server, h.Outcome, h.Tools)
+	}
+	for _, d := range g.Degraded() { // optional servers the agent starts without
+		say("  starting without %s (%s), last good list offered: %v", d.Server, d.Capability, d.LastGood)
 	}
 
 	p, err := breaker.New(breaker.WithRegistry(reg)) // the same registry: one breaker per server

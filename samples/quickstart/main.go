@@ -84,7 +84,7 @@ func run() error {
 		ID string `json:"id" jsonschema:"the invoice ID"`
 	}
 	getInvoice, err := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice by its ID from the billing system."},
-		func(tc tool.Context, a args) (map[string]any, error) {
+		func(tc agent.ToolContext, a args) (map[string]any, error) {
 			req, err := http.NewRequestWithContext(tc, http.MethodGet, backend.URL+"/invoices/"+a.ID, nil)
 			if err != nil {
 				return nil, err
