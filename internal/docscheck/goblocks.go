@@ -208,9 +208,9 @@ func splitImports(src string) (imports, rest string) {
 	return src, ""
 }
 
-// CheckGoBlocks type-checks blocks against the packages of the module in
-// dir and returns one error per block that does not compile, naming its
-// file and line.
+// CheckGoBlocks type-checks blocks against the packages of the module that
+// holds dir (a test passes its own directory, ".") and returns one error
+// per block that does not compile, naming its file and line.
 func CheckGoBlocks(dir string, blocks []GoBlock) []error {
 	type prepared struct {
 		b    GoBlock
@@ -291,12 +291,38 @@ func bodyOf(src string) string {
 	return body
 }
 
+// The docs are written for the root module (ADK v1 import paths). The v2
+// generator rewrites this package's import path literals, so adkAgent and
+// modRegistry name the packages this copy is built against; v1Module and
+// v1ADK are split so that they keep naming the docs' paths. Checked in v2,
+// a block's imports are rewritten as the generator rewrites code.
+const (
+	adkAgent    = "google.golang.org/adk/agent"
+	modRegistry = "github.com/adkbreaker/adkbreaker/registry"
+	v1ADK       = "google.golang.org/" + "adk/"
+	v1Module    = "github.com/" + "adkbreaker/adkbreaker/"
+)
+
+// importPath is path as this copy of the package is built against.
+func importPath(path string) string {
+	for _, r := range [][2]string{
+		{v1ADK, strings.TrimSuffix(adkAgent, "agent")},
+		{v1Module, strings.TrimSuffix(modRegistry, "registry")},
+	} {
+		if rest, ok := strings.CutPrefix(path, r[0]); ok && r[0] != r[1] && !strings.HasPrefix(rest, "v2/") {
+			return r[1] + rest
+		}
+	}
+	return path
+}
+
 // addImports imports, by their AutoImports path, the package names f uses
 // as qualifiers (x.Y) without importing them.
 func addImports(fset *token.FileSet, f *ast.File) {
 	have := map[string]bool{}
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
+		im.Path.Value = strconv.Quote(importPath(p))
 		name := p[strings.LastIndex(p, "/")+1:]
 		if im.Name != nil {
 			name = im.Name.Name

@@ -27,7 +27,7 @@ func TestDocsGoBlocksCompile(t *testing.T) {
 	if len(blocks) < 20 {
 		t.Fatalf("found %d ```go blocks: wrong root?", len(blocks))
 	}
-	for _, err := range CheckGoBlocks(root, blocks) {
+	for _, err := range CheckGoBlocks(".", blocks) {
 		t.Error(strings.ReplaceAll(err.Error(), root+string(filepath.Separator), ""))
 	}
 }
@@ -46,7 +46,7 @@ func TestCheckGoBlocksFails(t *testing.T) {
 		{File: "bad.md", Line: 11, Src: "p := breaker.MustNew(breaker.WithLogger(logger))\n"}, // logger not given
 		{File: "bad.md", Line: 14, Src: "func f() {\n"},
 	}
-	errs := CheckGoBlocks(root, blocks)
+	errs := CheckGoBlocks(".", blocks)
 	var got []string
 	for _, err := range errs {
 		got = append(got, err.Error())
