@@ -59,6 +59,18 @@
 // half-open probe without deciding. Handler.Guard guards tools explicitly,
 // for agents whose callbacks do not include BeforeModel.
 //
+// # Sub-agents behind agent tools
+//
+// ADK's agent tool runs its sub-agent on a runner of its own, without
+// plugins. BeforeModel replaces each ADK agent tool of the request by an
+// AgentTool (Config.NoAgentToolGuard turns that off), which runs the same
+// sub-agent the same way on a runner with the handler's plugin, in a sub-run
+// whose short-circuits, escalation and turn budget count in the root
+// invocation; when a dependency was refused in the sub-run, the agent tool
+// answers its caller with that dependency's unavailable payload.
+// Handler.AgentTool builds one where the plugin cannot (an agent tool
+// hidden from it, an agent that does not run the handler's BeforeModel).
+//
 // # Classification
 //
 // Classify decides what counts against a dependency: transport errors,

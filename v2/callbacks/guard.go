@@ -455,6 +455,18 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		if !ok {
 			continue
 		}
+		if h.agentGuard {
+			if at := h.agentToolFor(t); at != nil { // ADK's agent tool: its sub-agent runs protected (chain.go)
+				req.Tools[name] = at
+				if !h.res.mapped(at.Name()) {
+					continue // not a dependency of its own (see resolver.mapped)
+				}
+				t = at
+			}
+		}
+		if !h.autoGuard {
+			continue
+		}
 		if g, ok := t.(*GuardedTool); ok && g.h == h {
 			continue
 		}

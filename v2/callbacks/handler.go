@@ -134,6 +134,11 @@ type Config struct {
 	// and in half-open their outcome releases the probe without deciding.
 	// Guard tools explicitly (Handler.Guard) when turning this off.
 	NoAutoGuard bool
+	// NoAgentToolGuard stops BeforeModel from replacing the request's ADK
+	// agent tools (package agenttool) by AgentTools: their sub-agents then
+	// run as ADK runs them, on a runner without plugins, unprotected, and
+	// their turns are not the caller's. See AgentTool.
+	NoAgentToolGuard bool
 }
 
 // Handler holds the ADK callbacks and their shared state. Its methods have
@@ -163,6 +168,9 @@ type Handler struct {
 	// calls this handler admitted; the registry holds it weakly.
 	adm       *registry.Admission
 	autoGuard bool
+	// agentGuard: BeforeModel replaces ADK's agent tools (chain.go).
+	agentGuard bool
+	agentToolCache
 
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
@@ -224,7 +232,7 @@ func New(cfg Config) (*Handler, error) {
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
 		remove: cfg.RemoveUnavailable, log: cfg.Logger, maxCalls: cfg.MaxModelCalls, maxDur: cfg.MaxTurnDuration,
-		autoGuard: !cfg.NoAutoGuard,
+		autoGuard: !cfg.NoAutoGuard, agentGuard: !cfg.NoAgentToolGuard,
 	}
 	if h.log == nil {
 		h.log = slog.Default()
@@ -262,6 +270,9 @@ func (h *Handler) BeforeTool(ctx agent.Context, t tool.Tool, args map[string]any
 	if g, ok := t.(*GuardedTool); ok && g.h == h {
 		bd, flags = g.binding(), flagGuarded
 	} else {
+		if at, ok := t.(*AgentTool); ok && at.h == h && !h.res.mapped(at.Name()) {
+			return nil, nil // its sub-run is protected inside, call by call (chain.go)
+		}
 		bd = h.res.bind(t)
 	}
 	if bd.br == nil {
@@ -330,7 +341,8 @@ func (h *Handler) shortCircuit(ctx agent.Context, bd *binding, d registry.Decisi
 	if now.IsZero() {
 		now = h.clock.Now()
 	}
-	n, total := h.ledger.Hit(inv, string(bd.key), now)
+	key, f := chainOf(ctx, inv) // a sub-run counts in its root turn (chain.go)
+	n, total := h.ledger.Hit(key, string(bd.key), now)
 	var lg *degrade.LastGood
 	if bd.lastGood != nil {
 		if v, ok := bd.lastGood.load(scopeOf(ctx), args); ok {
@@ -338,6 +350,7 @@ func (h *Handler) shortCircuit(ctx agent.Context, bd *binding, d registry.Decisi
 		}
 	}
 	reason := reasonOf(d.Reason)
+	noteRefused(f, bd.key, reason)
 	p := bd.builder.Build(reason, d.RetryAfter, n, lg)
 	if total >= h.turnLimit {
 		// The invocation's budget is spent: BeforeModel will end the turn.
@@ -534,7 +547,8 @@ func (h *Handler) classify(ctx context.Context, bd *binding, err error) registry
 // answered by BeforeModel: a LoopAgent (which only stops on escalation) then
 // exits after this iteration instead of running its sub-agents again.
 func (h *Handler) escalateIfSpent(ctx agent.Context) {
-	if u, ok := h.ledger.UsageOf(ctx.InvocationID()); ok && !u.Ended && h.budgetSpent(u, h.clock.Now()) {
+	key, _ := chainOf(ctx, ctx.InvocationID())
+	if u, ok := h.ledger.UsageOf(key); ok && !u.Ended && h.budgetSpent(u, h.clock.Now()) {
 		ctx.Actions().Escalate = true
 	}
 }
@@ -549,7 +563,8 @@ func (h *Handler) budgetSpent(u degrade.Usage, now time.Time) bool {
 // It returns (nil, nil).
 func (h *Handler) BeforeRun(ctx agent.InvocationContext) (*genai.Content, error) {
 	if h.maxDur > 0 {
-		h.ledger.Begin(ctx.InvocationID(), h.clock.Now())
+		key, _ := chainOf(ctx, ctx.InvocationID()) // a sub-run's turn started with its root's
+		h.ledger.Begin(key, h.clock.Now())
 	}
 	return nil, nil
 }
@@ -571,7 +586,16 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 // declarations of tools whose dependency is open, so the model knows before
 // it tries.
 func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.LLMResponse, error) {
-	inv := ctx.InvocationID()
+	// A sub-run (chain.go) counts in its root's turn, inv; it ends its own
+	// turn (mark), sub, so that its caller's turn can still answer.
+	inv, f := chainOf(ctx, ctx.InvocationID())
+	sub := inv
+	if f != nil {
+		sub = ctx.InvocationID()
+		if _, ended := h.ledger.State(sub); ended {
+			return nil, ErrTurnEnded
+		}
+	}
 	if h.maxCalls > 0 || h.maxDur > 0 {
 		now := h.clock.Now()
 		u := h.ledger.ModelCall(inv, now)
@@ -579,21 +603,21 @@ func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.
 		case u.Ended:
 			return nil, ErrTurnEnded
 		case u.Total >= h.turnLimit:
-			return h.endTurn(ctx, inv, u, TurnEndShortCircuitBudget), nil
+			return h.endTurn(ctx, inv, sub, u, TurnEndShortCircuitBudget), nil
 		case h.maxCalls > 0 && u.ModelCalls > h.maxCalls:
-			return h.endTurn(ctx, inv, u, TurnEndModelCallBudget), nil
+			return h.endTurn(ctx, inv, sub, u, TurnEndModelCallBudget), nil
 		case h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur:
-			return h.endTurn(ctx, inv, u, TurnEndTimeBudget), nil
+			return h.endTurn(ctx, inv, sub, u, TurnEndTimeBudget), nil
 		}
 	} else {
 		switch total, ended := h.ledger.State(inv); {
 		case ended:
 			return nil, ErrTurnEnded
 		case total >= h.turnLimit:
-			return h.endTurn(ctx, inv, degrade.Usage{Total: total}, TurnEndShortCircuitBudget), nil
+			return h.endTurn(ctx, inv, sub, degrade.Usage{Total: total}, TurnEndShortCircuitBudget), nil
 		}
 	}
-	if h.autoGuard && req != nil && len(req.Tools) > 0 {
+	if (h.autoGuard || h.agentGuard) && req != nil && len(req.Tools) > 0 {
 		h.guardRequest(req)
 	}
 	if req != nil && h.alts.left.Load() != 0 {
@@ -604,7 +628,7 @@ func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.
 			if down, ra := g.ModelUnavailable(req.Model); down {
 				now := h.clock.Now()
 				_, total := h.ledger.Hit(inv, "model:"+req.Model, now)
-				h.ledger.End(inv, now)
+				h.ledger.End(sub, now)
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
 				}
@@ -622,12 +646,12 @@ func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.
 	return nil, nil
 }
 
-// endTurn ends inv's turn for reason and returns the final answer: what was
-// unavailable in the turn (the dependencies it short-circuited) and when to
-// try again.
-func (h *Handler) endTurn(ctx agent.Context, inv string, u degrade.Usage, reason TurnEndReason) *model.LLMResponse {
+// endTurn ends the turn of sub (inv itself, or a sub-run of inv) for
+// reason and returns the final answer: what was unavailable in inv's turn
+// (the dependencies it short-circuited) and when to try again.
+func (h *Handler) endTurn(ctx agent.Context, inv, sub string, u degrade.Usage, reason TurnEndReason) *model.LLMResponse {
 	counts := h.ledger.Counts(inv)
-	h.ledger.End(inv, h.clock.Now())
+	h.ledger.End(sub, h.clock.Now())
 	items := make([]degrade.Unavailable, 0, len(counts))
 	for _, c := range counts {
 		var ra time.Duration

@@ -183,6 +183,14 @@ func WithoutToolGuard() Option {
 	return optionFunc(func(s *settings) { s.cb.NoAutoGuard = true })
 }
 
+// WithoutAgentToolGuard stops the plugin from standing in for ADK's agent
+// tools (callbacks.Config.NoAgentToolGuard). Their sub-agents then run as
+// ADK runs them, on a runner of their own without plugins: unprotected, and
+// counted in no turn. See docs/design.md ("Chains").
+func WithoutAgentToolGuard() Option {
+	return optionFunc(func(s *settings) { s.cb.NoAgentToolGuard = true })
+}
+
 // WithInvocationLimits bounds per-invocation state: how many invocations are
 // tracked and the backstop age for runs whose AfterRun never fires.
 func WithInvocationLimits(maxInvocations int, maxAge time.Duration) Option {

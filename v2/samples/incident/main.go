@@ -7,6 +7,7 @@
 //	go run ./samples/incident -mode fast [-svg incident-fast.svg]
 //	go run ./samples/incident -mode hang -healthy 200ms
 //	go run ./samples/incident -scenario healthy-tail
+//	go run ./samples/incident -scenario chain -mode fast|hang
 //
 // Fifteen simulated minutes; a new user turn every 100 ms; the enrichment
 // API (answering in 50 ms, or -healthy, when up) is down from minute 3 to minute 12, hanging until the tool's 5 s
@@ -36,7 +37,7 @@ func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
 	healthy := flag.Duration("healthy", healthyLatency, "the dependency's latency when it is up")
-	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode) or "healthy-tail" (the false-trip benchmark)`)
+	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark) or "chain" (the outage behind a sub-agent, -mode)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
 	// collector saves about a tenth of its CPU for a few MB more heap.
@@ -50,8 +51,10 @@ func main() {
 		if rs, err = runTails(tailCalls); err == nil {
 			reportTails(os.Stdout, rs)
 		}
+	case "chain":
+		err = chainMain(os.Stdout, *mode)
 	default:
-		err = fmt.Errorf("-scenario must be \"incident\" or \"healthy-tail\", got %q", *scenario)
+		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\" or \"chain\", got %q", *scenario)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "incident:", err)
