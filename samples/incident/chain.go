@@ -37,12 +37,12 @@ const (
 
 // Targets of the chain scenario.
 const (
-	chainMaxDeadCallsFast = 19 // the arithmetic floor of the seed's settings (see docs/incident.md)
+	chainMaxDeadCallsFast = 19 // the arithmetic floor of the incident's settings (see docs/incident.md)
 	chainMaxDeadCallsHang = 18
 	chainMaxLLMPerTurn    = 6.0 // root and sub-agent, mean over the outage's turns
 )
 
-// chainVariants: no breaker; adkbreaker with the seed's settings; the same
+// chainVariants: no breaker; adkbreaker with the incident's settings; the same
 // with the agent-tool guard turned off (what registering the plugin on the
 // root runner gave before: the sub-agent ran unprotected).
 var chainVariants = []variant{
@@ -55,10 +55,10 @@ var chainVariants = []variant{
 	}},
 }
 
-// chainPlugin is adkbreaker with the seed's settings, registered on the
+// chainPlugin is adkbreaker with the incident's settings, registered on the
 // root runner: enrich (the sub-agent's tool) mapped to the dependency.
 func chainPlugin(s *sim, opts ...breaker.Option) ([]*adkplugin.Plugin, *registry.Registry, error) {
-	reg, err := registry.New(registry.WithClock(s), registry.WithRand(seededRand()), registry.WithPolicy(dependency, seedPolicy()))
+	reg, err := registry.New(registry.WithClock(s), registry.WithRand(seededRand()), registry.WithPolicy(dependency, incidentPolicy()))
 	if err != nil {
 		return nil, nil, err
 	}

@@ -16,20 +16,20 @@ import (
 // They are ceilings: a regression past them fails. A gap that closes is
 // logged, so that its entry can be removed.
 var knownGaps = map[string]struct {
-	deadCalls int           // adkbreaker with the seed's settings (target 18)
-	recovery  time.Duration // adkbreaker with the seed's settings (target 60 s)
+	deadCalls int           // adkbreaker with the incident's settings (target 18)
+	recovery  time.Duration // adkbreaker with the incident's settings (target 60 s)
 }{
-	// The arithmetic floor with the seed's settings: 10 failures fill half
-	// of a 20-call window of healthy outcomes (the seed has no consecutive
+	// The arithmetic floor with the incident's settings: 10 failures fill half
+	// of a 20-call window of healthy outcomes (the incident's policy has no consecutive
 	// gate), then a probe at least every minute (recovery ≤ 60 s) over the
-	// 9-minute outage is 9 probes. 19, one above the seed's 18.
+	// 9-minute outage is 9 probes. 19, one above the incident's 18.
 	"fast": {deadCalls: 19, recovery: maxRecovery},
 }
 
 // TestIncidentTargets replays the incident in both modes (without the
 // retryandreflect row, which only repeats the no-breaker one), and the hang
 // again with a dependency answering in 200 ms when healthy, and checks the
-// targets: adkbreaker with the seed's settings at most 18 calls to the dead
+// targets: adkbreaker with the incident's settings at most 18 calls to the dead
 // dependency (the known gaps above aside; at most 16 in the 50 ms hang), at
 // least 99% fewer than no breaker, recovery within 60 s; with the library's
 // defaults at most 30 calls and recovery within 2 minutes; never more calls

@@ -1,4 +1,4 @@
-// Command incident replays seed 002's incident on the real ADK runner, in
+// Command incident replays the reference incident on the real ADK runner, in
 // virtual time, with and without a circuit breaker.
 //
 //	go run ./samples/incident -mode hang [-svg incident-hang.svg]
@@ -12,7 +12,7 @@
 // timeout (-mode hang) or answering 503 in 20 ms (-mode fast). A scripted
 // model retries a failed tool up to three times per turn unless told firmly
 // not to. The same traffic runs through four variants — no breaker, ADK's
-// retryandreflect plugin, adkbreaker with the seed's settings, adkbreaker
+// retryandreflect plugin, adkbreaker with the incident's settings, adkbreaker
 // with the library's defaults — and the program prints what reached the dead
 // dependency, what the model spent, what users got and how fast the agent
 // recovered. See docs/incident.md.

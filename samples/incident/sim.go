@@ -29,7 +29,7 @@ type sim struct {
 }
 
 // epoch is the simulation's start: 14:00:00 on the incident's day, so that
-// timestamps read like the seed's minute-by-minute account.
+// timestamps read like the postmortem's minute-by-minute account.
 var epoch = time.Date(2026, 3, 12, 14, 0, 0, 0, time.UTC)
 
 func newSim() *sim {

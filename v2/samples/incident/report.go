@@ -77,7 +77,7 @@ func report(out io.Writer, mode string, healthy time.Duration, results []*result
 	for i, r := range results {
 		rows[i] = summarise(r)
 	}
-	fmt.Fprintf(out, "incident: seed 002, mode=%s — %s simulated, a turn every %s, %s answering in %s, down from minute %d to minute %d (%s)\n\n",
+	fmt.Fprintf(out, "incident: reference outage, mode=%s — %s simulated, a turn every %s, %s answering in %s, down from minute %d to minute %d (%s)\n\n",
 		mode, simulated, turnEvery, dependency, healthy, int(outageFrom.Minutes()), int(outageTo.Minutes()), modeWords(mode))
 	fmt.Fprintln(out, "| variant | calls to the dead dependency | of which before the trip | health checks | LLM calls during the outage | LLM calls per turn mean / max | turn duration mean / p99 / max | answers useful / degraded / error | probes | recovery | peak concurrent calls |")
 	fmt.Fprintln(out, "|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|--:|")

@@ -31,7 +31,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
-// The incident (seed 002): a third-party enrichment API behind one tool.
+// The reference incident: a third-party enrichment API behind one tool.
 const (
 	dependency     = "enrichment-api"
 	simulated      = 15 * time.Minute
@@ -54,12 +54,12 @@ type variant struct {
 	plugins func(s *sim) (ps []*adkplugin.Plugin, reg *registry.Registry, err error)
 }
 
-// seedPolicy is seed 002's breaker: "50% error rate over a 20-call window,
+// incidentPolicy is the incident's breaker: "50% error rate over a 20-call window,
 // 30-second cool-down, 5-second tool timeout, bulkhead of 20 concurrent
 // calls", the rate gate alone. Everything else — the probe schedule
 // (growing holds from the 30 s cool-down, capped at 1 minute, with jitter)
 // and the in-flight slowness detector among it — is the library's default.
-func seedPolicy() registry.Policy {
+func incidentPolicy() registry.Policy {
 	return registry.Policy{
 		FailureRate:                0.5,
 		CountWindow:                20,
@@ -78,7 +78,7 @@ var variants = []variant{
 		return []*adkplugin.Plugin{p}, nil, err
 	}},
 	{name: "adkbreaker", plugins: func(s *sim) ([]*adkplugin.Plugin, *registry.Registry, error) {
-		return adkbreakerPlugin(s, seedPolicy())
+		return adkbreakerPlugin(s, incidentPolicy())
 	}},
 	{name: "adkbreaker-defaults", plugins: func(s *sim) ([]*adkplugin.Plugin, *registry.Registry, error) {
 		return adkbreakerPlugin(s, registry.Policy{}) // no tuning at all

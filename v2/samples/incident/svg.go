@@ -51,7 +51,7 @@ func chart(mode string, results []*result) string {
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000"/>`+"\n", left, top, left, top+ph)
 	fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000"/>`+"\n", left, top+ph, left+pw, top+ph)
 	// One step line per variant; the second of each pair (retryandreflect
-	// after none, the defaults after the seed's settings) is dashed and drawn
+	// after none, the defaults after the incident's settings) is dashed and drawn
 	// on top, so that identical lines both show.
 	for i, r := range results {
 		var pts []string
