@@ -39,7 +39,10 @@
 //     spent or a failover model has no endpoint left, and marks (or removes)
 //     declarations of tools whose dependency is open. AfterTool escalates the
 //     tool call after which the turn budget is spent, so that a LoopAgent
-//     stops; BeforeRun starts the budget's clock.
+//     stops; BeforeRun starts the budget's clock. OnEvent (the runner's
+//     on-event callback) escalates the final answer with which the handler
+//     ended a turn, so that a LoopAgent whose worker gave no tool call to
+//     escalate on exits on that answer instead of spinning.
 //     BeforeModel also replaces each protected function tool of the request
 //     by a GuardedTool (Config.NoAutoGuard turns that off).
 //

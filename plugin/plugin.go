@@ -369,5 +369,6 @@ func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
 		BeforeModelCallback: h.BeforeModel,
 		BeforeRunCallback:   h.BeforeRun,
 		AfterRunCallback:    h.AfterRun,
+		OnEventCallback:     h.OnEvent,
 	})
 }
