@@ -5,6 +5,7 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -89,6 +90,20 @@ func (ch ModelChain) validate(p string) problems {
 		seen[id] = i
 		if e.Policy != nil {
 			ps = append(ps, splitErrs(ep+".policy", e.Policy.Registry().Validate())...)
+		}
+		if t := e.Throttle; t != nil {
+			if t.K != 0 && !(t.K > 1 && t.K <= 10) {
+				ps.add(ep+".throttle.k", "must be in (1, 10], got %v (at 1 or below the throttle never notices the endpoint recover)", t.K)
+			}
+			if t.Window != 0 && (time.Duration(t.Window) < time.Second || time.Duration(t.Window) > time.Hour) {
+				ps.add(ep+".throttle.window", "must be in [1s, 1h], got %s", time.Duration(t.Window))
+			}
+			if t.MaxRejectProbability != 0 && !(t.MaxRejectProbability > 0 && t.MaxRejectProbability <= 1) {
+				ps.add(ep+".throttle.max_reject_probability", "must be in (0, 1], got %v", t.MaxRejectProbability)
+			}
+			if i == len(ch.Endpoints)-1 {
+				ps.add(ep+".throttle", "the last endpoint has no next endpoint to send shed calls to")
+			}
 		}
 	}
 	return ps

@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -58,7 +59,7 @@ models:
 	if pol.ConsecutiveFailures != 10 || pol.OpenFor != time.Minute || pol.MinCalls != 50 {
 		t.Errorf("primary policy = %+v", pol)
 	}
-	if pol := reg.PolicyFor(eps[1].Key); pol != failover.DefaultPolicy().WithDefaults() {
+	if pol := reg.PolicyFor(eps[1].Key); !reflect.DeepEqual(pol, failover.DefaultPolicy().WithDefaults()) {
 		t.Errorf("fallback policy = %+v", pol)
 	}
 	f.setDefault(reply{chunks: []string{"ok"}})

@@ -42,11 +42,23 @@
 // path: an answer, an error, a consumer that stops early, a panic. Pending
 // counts outcomes still owed; it is zero whenever no call is in progress.
 // A failure's server retry hint (Gemini's RetryInfo.retryDelay, or the
-// Retry-After header seen by RetryAfterTransport) is a cool-down floor: the
-// endpoint is skipped until it has passed, and the breaker's open hold is
-// at least as long, even when the policy's OpenFor is shorter. A 429 for a
-// per-day quota holds the endpoint until the quota resets (capped by the
-// policy's MaxRetryHint) and fails over at once.
+// Retry-After header seen by RetryAfterTransport) fails that call over at
+// once. Under DefaultPolicy (TripOnRetryHint false) it does not open the
+// endpoint's breaker by itself — one 429 would demote every user — but it
+// is a floor for the open hold, and RetryHintFailures (3) failures in a
+// row, the last with a hint, open the breaker for at least the hint: an
+// endpoint answering 429 to every call is open on its third and skipped
+// until the hint has passed. A 429 for a per-day quota holds the endpoint
+// until the quota resets (capped by the policy's MaxRetryHint) and fails
+// over at once.
+//
+// # Adaptive throttling
+//
+// Endpoint.Throttle (opt-in) sheds a share of an endpoint's calls straight
+// to the next endpoint, proportional to the share it refuses with 429
+// (Google SRE's client-side throttling): under a partial rate-limit storm
+// most refused calls no longer pay a 429 round trip, and the breaker stays
+// for outages. Shed calls are never failures. See Throttle.
 //
 // # All endpoints unavailable
 //

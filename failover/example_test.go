@@ -146,3 +146,20 @@ func ExampleLogTransitions() {
 	// Output:
 	// level=WARN msg="adkbreaker: breaker state change" key=model:gemini-2.5-pro@gemini_api/ from=closed to=open cause=trip retry_after=30s seq=1
 }
+
+// An endpoint with client-side adaptive throttling: under a partial 429
+// storm a share of its calls goes straight to the fallback.
+func ExampleThrottle() {
+	reg := registry.MustNew(failover.PolicyOptions("model:pro", "model:flash")...)
+	m, err := failover.New("assistant", reg, []failover.Endpoint{
+		{LLM: &endpointLLM{name: "gemini-2.5-pro"}, Key: "model:pro", Throttle: &failover.Throttle{}}, // k 1.2, 30s window
+		{LLM: &endpointLLM{name: "gemini-2.5-flash"}, Key: "model:flash"},
+	})
+	if err != nil {
+		panic(err)
+	}
+	defer m.Close()
+	st := m.Status()[0].Throttle
+	fmt.Println("reject probability", st.RejectProbability, "shed", st.Rejections)
+	// Output: reject probability 0 shed 0
+}

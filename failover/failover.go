@@ -54,6 +54,12 @@ type Endpoint struct {
 	// called, so an endpoint that hangs without honouring its context cannot
 	// pile up goroutines. If 0, DefaultMaxAbandoned; at most 65536.
 	MaxAbandoned int
+	// Throttle, if set, turns on client-side adaptive throttling of this
+	// endpoint (see Throttle): under a partial rate-limit storm a share of
+	// calls proportional to what the endpoint refuses goes straight to the
+	// next endpoint. Off by default. Not on the last endpoint of a chain,
+	// which has nowhere to send shed calls.
+	Throttle *Throttle
 }
 
 // EndpointKey returns the breaker key of an endpoint, in the format of
@@ -113,8 +119,12 @@ type Model struct {
 	failovers metric.Int64Counter
 	// abandonedCalls counts abandoned calls (WithMeterProvider); nil otherwise.
 	abandonedCalls metric.Int64Counter
-	answer         bool
-	noMeta         bool
+	// throttleShed counts shed calls (WithMeterProvider and a Throttle);
+	// nil otherwise. throttleReg unregisters the probability gauge.
+	throttleShed metric.Int64Counter
+	throttleReg  metric.Registration
+	answer       bool
+	noMeta       bool
 
 	pending atomic.Int64
 	unsub   func()
@@ -136,6 +146,11 @@ type endpoint struct {
 	hintReason atomic.Pointer[Reason]
 	// abandoned counts abandoned calls still running.
 	abandoned atomic.Int64
+	// thr is the endpoint's adaptive throttle; nil when off.
+	thr *throttle
+	// cappedHint is set once a server's retry hint above the policy's
+	// MaxRetryHint was logged (once per endpoint).
+	cappedHint atomic.Bool
 }
 
 var (
@@ -168,6 +183,7 @@ type settings struct {
 	noMeta    bool
 	transport transportFactory
 	meter     metric.MeterProvider
+	random    func() float64
 	errs      []error
 }
 
@@ -341,6 +357,16 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 		if e.MaxAbandoned == 0 {
 			e.MaxAbandoned = DefaultMaxAbandoned
 		}
+		var thr *throttle
+		if e.Throttle != nil {
+			errs = append(errs, e.Throttle.validate(p+".throttle")...)
+			if i == len(endpoints)-1 {
+				errs = append(errs, fmt.Errorf("%s.throttle: %w", p, errThrottleLast))
+			}
+			t := *e.Throttle // the Model's own copy
+			e.Throttle = &t
+			thr = newThrottle(t, s.random)
+		}
 		if e.Key != "" {
 			if msg := keyProblem(e.Key); msg != "" {
 				errs = append(errs, fmt.Errorf("%s.key: %s", p, msg))
@@ -352,7 +378,7 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 				seen[e.Key] = i
 			}
 		}
-		m.eps[i] = endpoint{Endpoint: e, idx: i, keyAny: string(e.Key), modelAny: e.ModelName}
+		m.eps[i] = endpoint{Endpoint: e, idx: i, keyAny: string(e.Key), modelAny: e.ModelName, thr: thr}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("failover: %w", err)
@@ -365,11 +391,19 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			continue
 		}
 		ep.br = br
+		// The same layering rule as a tool's call_timeout: the window and
+		// the probe lease must outlive a call that runs to its Timeout.
+		errs = append(errs, br.Policy().CheckCallTimeout(fmt.Sprintf("endpoints[%d].timeout", i), ep.Timeout)...)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("failover: %w", err)
 	}
 	m.clock = reg.Clock()
+	if s.meter != nil {
+		if err := m.throttleInstruments(s.meter); err != nil {
+			return nil, fmt.Errorf("failover: meter provider: %w", err)
+		}
+	}
 	m.logs = newLimiter(s.interval)
 	m.checkPolicies()
 	return m, nil
@@ -392,22 +426,26 @@ func (m *Model) checkPolicies() {
 		if m.reg.Configured(ep.Key) {
 			continue // the user chose this key's policy
 		}
-		if p.ConsecutiveFailures < safe.ConsecutiveFailures || (!p.DisableFailureRate && p.MinCalls < safe.MinCalls) {
+		if p.ConsecutiveFailures < safe.ConsecutiveFailures || (!p.DisableFailureRate && p.MinCalls < safe.MinCalls) || p.TripsOnRetryHint() {
 			m.log.Warn("adkbreaker: model endpoint uses the registry's default breaker policy, which trips more easily than failover.DefaultPolicy(); a breaker that trips easily silently demotes every user to the fallback model",
 				slog.String("model", m.name), slog.String("endpoint", string(ep.Key)),
 				slog.Int("consecutive_failures", p.ConsecutiveFailures), slog.Int("min_calls", p.MinCalls),
+				slog.Bool("trip_on_retry_hint", p.TripsOnRetryHint()),
 				slog.String("fix", "registry.WithPolicy(key, failover.DefaultPolicy()) or failover.PolicyOptions"))
 		}
 	}
 }
 
-// Close releases the Model's resources. It holds none today (hint holds are
-// the breakers' own, so an operator's Registry.Reset ends them at once); it
-// is kept so that callers need not change.
+// Close releases the Model's resources: the throttle gauge's callback
+// (WithMeterProvider with a Throttle). Hint holds are the breakers' own, so
+// an operator's Registry.Reset ends them at once.
 func (m *Model) Close() {
 	m.once.Do(func() {
 		if m.unsub != nil {
 			m.unsub()
+		}
+		if m.throttleReg != nil {
+			_ = m.throttleReg.Unregister()
 		}
 	})
 }
@@ -509,6 +547,8 @@ type EndpointStatus struct {
 	// copy, so an operator's Reset ends them at once.
 	Hold       time.Duration
 	HoldReason Reason
+	// Throttle is the endpoint's adaptive throttle; nil when it has none.
+	Throttle *ThrottleStatus
 }
 
 // Status returns the status of every endpoint, in chain order.
@@ -520,6 +560,9 @@ func (m *Model) Status() []EndpointStatus {
 		out[i] = EndpointStatus{Key: ep.Key, Model: ep.ModelName, Breaker: st}
 		if r := ep.holdReason(st.Cause); r != "" && st.State == registry.StateOpen {
 			out[i].Hold, out[i].HoldReason = st.RetryAfter, r
+		}
+		if ep.thr != nil {
+			out[i].Throttle = &ThrottleStatus{RejectProbability: ep.thr.probability(m.clock.Now()), Rejections: ep.thr.shed.Load()}
 		}
 	}
 	return out

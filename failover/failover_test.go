@@ -426,7 +426,11 @@ func TestRetryInfoIsACoolDownFloor(t *testing.T) {
 			p.OpenFor = 5 * time.Second
 			p.MaxOpenFor = 5 * time.Second
 		}},
-		{"breaker stays closed", func(p *registry.Policy) { p.ConsecutiveFailures = 100; p.OpenFor = 5 * time.Second }},
+		{"trip_on_retry_hint", func(p *registry.Policy) {
+			*p = tripOnHint(*p)
+			p.ConsecutiveFailures = 100
+			p.OpenFor = 5 * time.Second
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPolicy()
@@ -582,7 +586,7 @@ func TestGoogleLLMVariantFollowsTheFirstAvailableEndpoint(t *testing.T) {
 }
 
 func TestResetEndsHold(t *testing.T) {
-	e := newEnv(t, testPolicy())
+	e := newEnv(t, tripOnHint(testPolicy()))
 	e.primary.script(step{err: apiErr(429, "RESOURCE_EXHAUSTED", retryInfo("60s"))})
 	run(t.Context(), e.m, userReq("hi"), false)
 	if e.m.Status()[0].Hold == 0 {

@@ -63,12 +63,25 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 			m.leave(ctx, &c, ep, ReasonTimeout, max(ep.Timeout, ep.br.RetryAfter()), nil)
 			continue
 		}
+		if ep.thr != nil && ep.br.Closed() && m.nextAvailable(i) && !ep.thr.admit(m.clock.Now()) {
+			// Shed: straight to the next endpoint, not a failure of this one.
+			m.countShed(ctx, ep)
+			m.leave(ctx, &c, ep, ReasonThrottled, 0, nil)
+			continue
+		}
 		res, d := ep.br.Reserve()
 		if !d.Allowed {
+			if ep.thr != nil && d.State != registry.StateClosed {
+				// Opened since: not a request the endpoint saw.
+				ep.thr.unsend(m.clock.Now())
+			}
 			m.leave(ctx, &c, ep, ep.refusalReason(d.Cause), d.RetryAfter, nil)
 			continue
 		}
 		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
+		if ep.thr != nil && !out.refused {
+			ep.thr.accepted(m.clock.Now())
+		}
 		if out.done {
 			return
 		}
@@ -78,10 +91,11 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 }
 
 type attemptOut struct {
-	done   bool // the call ended on this endpoint (answered, or an error was yielded)
-	reason Reason
-	wait   time.Duration
-	err    error
+	done    bool // the call ended on this endpoint (answered, or an error was yielded)
+	refused bool // the endpoint refused the call for its rate (429): the throttle's signal
+	reason  Reason
+	wait    time.Duration
+	err     error
 }
 
 // attempt calls one admitted endpoint. Its state lives in the call (one
@@ -148,7 +162,8 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 	if err != nil {
 		v := m.judge(cl.caller, cl.actx, cl, err)
 		now := m.clock.Now()
-		hold := m.holdFor(ep, v, now)
+		hold := m.holdFor(cl.caller, ep, v, now)
+		cl.out.refused = v.Outcome == registry.Failure && (v.Reason == ReasonRateLimited || v.Reason == ReasonQuotaExhausted)
 		switch {
 		case hold > 0 && v.Reason == ReasonQuotaExhausted:
 			// Open the endpoint's breaker until the quota resets, first, so
@@ -161,8 +176,9 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 			cl.report(v.Outcome, 0)
 		case hold > 0:
 			// A server's retry hint: the registry opens the breaker for it
-			// at once (the mechanism tools share), unless the policy keeps
-			// hints as floors (NoTripOnRetryHint).
+			// at once when the policy trips on hints (tools' default);
+			// DefaultPolicy keeps it a floor for the hold, and opens for it
+			// only after RetryHintFailures failures in a row.
 			r := v.Reason
 			ep.hintReason.Store(&r)
 			cl.report(v.Outcome, hold)
@@ -171,7 +187,7 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 		}
 		if !cl.yielded && v.Failover {
 			cl.out.failover = true
-			cl.out.attemptOut = attemptOut{reason: v.Reason, wait: max(hold, ep.br.RetryAfter()), err: err}
+			cl.out.attemptOut = attemptOut{reason: v.Reason, wait: max(hold, ep.br.RetryAfter()), err: err, refused: cl.out.refused}
 			return false
 		}
 		if cl.yielded {
@@ -256,10 +272,17 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 
 // holdFor returns how long to hold ep after a failure: until the daily
 // quota resets, or for the server's retry hint; capped by the breaker's
-// MaxRetryHint.
-func (m *Model) holdFor(ep *endpoint, v Verdict, now time.Time) time.Duration {
+// MaxRetryHint. A server's hint above the cap is logged, once per endpoint,
+// with the server's value.
+func (m *Model) holdFor(ctx context.Context, ep *endpoint, v Verdict, now time.Time) time.Duration {
 	if v.Outcome != registry.Failure {
 		return 0
+	}
+	limit := ep.br.Policy().MaxRetryHint
+	if v.RetryAfter > limit && ep.cappedHint.CompareAndSwap(false, true) {
+		m.log.LogAttrs(ctx, slog.LevelWarn, "adkbreaker: server retry hint exceeds max_retry_hint; the endpoint is held for the cap at most (logged once per endpoint)",
+			slog.String("model", m.name), slog.String("endpoint", string(ep.Key)),
+			slog.Duration("hint", v.RetryAfter), slog.Duration("max_retry_hint", limit), slog.String("reason", string(v.Reason.closed())))
 	}
 	var d time.Duration
 	switch {
@@ -270,7 +293,22 @@ func (m *Model) holdFor(ep *endpoint, v Verdict, now time.Time) time.Duration {
 	default:
 		return 0
 	}
-	return min(d, ep.br.Policy().MaxRetryHint)
+	return min(d, limit)
+}
+
+// nextAvailable reports whether an endpoint after the i-th may be called
+// now: the throttle sheds a call only to somewhere that can take it.
+func (m *Model) nextAvailable(i int) bool {
+	for j := i + 1; j < len(m.eps); j++ {
+		ep := &m.eps[j]
+		if ep.Timeout > 0 && ep.abandoned.Load() >= int64(ep.MaxAbandoned) {
+			continue
+		}
+		if ep.br.Closed() || ep.br.RetryAfter() == 0 {
+			return true
+		}
+	}
+	return false
 }
 
 // untilMidnight is the time from now to the next midnight in loc.

@@ -26,6 +26,15 @@ import (
 //   - ProbeLease 5m: a probe is a real model call, possibly a long stream;
 //     the lease must outlive it (failover reports every outcome by defer,
 //     so the lease is only a backstop).
+//   - TripOnRetryHint false, RetryHintFailures 3: one 429 (or 503) with a
+//     retry hint does not open the breaker for every user; per-call
+//     failover serves that call from the next endpoint, and the hint is a
+//     floor for the hold if the breaker opens later. Three failures in a
+//     row, the last with a hint, open it for at least the hint: an endpoint
+//     answering 429 to every call is open on its third call, and is not
+//     called again until the hint has passed. (Tools keep the registry's
+//     default: a hinted failure opens at once.) An exhausted daily quota
+//     still opens at once, until the quota resets.
 //   - MaxRetryHint 1h: caps a server's retry hint and the daily-quota hold.
 //     Raise it to 24h to hold an endpoint whose daily quota is exhausted
 //     until the quota resets rather than probing it hourly.
@@ -37,6 +46,7 @@ import (
 // or PolicyOptions. Zero fields of a Policy mean the registry's defaults, so
 // DefaultPolicy sets every field it relies on.
 func DefaultPolicy() registry.Policy {
+	noTrip := false
 	return registry.Policy{
 		ConsecutiveFailures: 10,
 		FailureRate:         0.5,
@@ -48,6 +58,8 @@ func DefaultPolicy() registry.Policy {
 		HalfOpenProbes:      1,
 		ProbeLease:          5 * time.Minute,
 		MaxRetryHint:        time.Hour,
+		TripOnRetryHint:     &noTrip,
+		RetryHintFailures:   3,
 		DisableSlowInFlight: true,
 	}
 }

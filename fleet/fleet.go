@@ -58,6 +58,10 @@ type Fleet struct {
 
 	hmu     sync.Mutex
 	hchange chan struct{} // closed and replaced when health may have changed
+	// downSince is when (unix ns, registry clock) the fleet was last seen
+	// not Healthy, 0 while it is: a replica probes on its own only once
+	// Redis has been unavailable for a lease (AllowProbe).
+	downSince atomic.Int64
 }
 
 // dep is what the fleet knows of one dependency. Guarded by mu.
@@ -140,6 +144,7 @@ func New(reg *registry.Registry, opts ...Option) (*Fleet, error) {
 		kick:     make(chan struct{}, 1),
 		hchange:  make(chan struct{}),
 	}
+	f.downSince.Store(f.clock.Now().UnixNano()) // not sharing until subscribed
 	rreg, err := registry.New(registry.WithDefaultPolicy(registry.Policy{
 		ConsecutiveFailures: 2, DisableFailureRate: true,
 		OpenFor: time.Second, OpenBackoff: 2, MaxOpenFor: 30 * time.Second,
@@ -218,6 +223,11 @@ func (f *Fleet) WaitHealthy(ctx context.Context) error {
 }
 
 func (f *Fleet) healthChanged() {
+	if f.Healthy() {
+		f.downSince.Store(0)
+	} else {
+		f.downSince.CompareAndSwap(0, f.clock.Now().UnixNano())
+	}
 	f.hmu.Lock()
 	close(f.hchange)
 	f.hchange = make(chan struct{})
@@ -441,13 +451,35 @@ func (f *Fleet) flushUnpublished() {
 
 // AllowProbe implements registry.ProbeGate: a replica probes only while it
 // holds the fleet's probe lease. It answers from memory; taking the lease
-// happens on the fleet's own goroutine. While Redis is unavailable every
-// replica probes on its own.
+// happens on the fleet's own goroutine. Once Redis has been unavailable for
+// longer than a lease, every replica probes on its own.
 func (f *Fleet) AllowProbe(k registry.Key) (bool, time.Duration) {
+	now := f.clock.Now()
 	if !f.Healthy() {
+		// Redis unavailable: the lease cannot be taken, and perhaps not
+		// even released. A lease won before (by this replica or another)
+		// lasts at most a lease from its last renewal, and a probe under it
+		// at most a lease from its start, which was no later than Redis
+		// was last seen: once Redis has been unavailable that long, no
+		// probe of the fleet's can still be out, and this replica probes
+		// on its own. Before, each replica probed on its own from the
+		// first failed command: a Redis slow for a few command timeouts
+		// as a shared hold ended (every replica asking for the lease at
+		// once) let every replica probe in that hold.
+		since := f.downSince.Load()
+		if since == 0 {
+			f.downSince.CompareAndSwap(0, now.UnixNano())
+			since = f.downSince.Load()
+		}
+		if wait := time.Unix(0, since).Add(f.leaseFor(k)).Sub(now); wait > 0 {
+			f.requestLease(k) // the attempt is the Redis breaker's probe
+			return false, min(wait, f.s.commandTimeout)
+		}
 		return true, 0
 	}
-	now := f.clock.Now()
+	if f.downSince.Load() != 0 {
+		f.downSince.Store(0)
+	}
 	d := f.depFor(k)
 	d.mu.Lock()
 	defer d.mu.Unlock()
@@ -481,6 +513,24 @@ func (f *Fleet) AllowProbe(k registry.Key) (bool, time.Duration) {
 	return false, f.s.commandTimeout
 }
 
+// requestLease asks the leaser to take k's lease unless a request is out
+// or the lease is known (while Redis is unavailable: the request fails at
+// once, or is the Redis breaker's probe when it half-opens).
+func (f *Fleet) requestLease(k registry.Key) {
+	d := f.depFor(k)
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.lease != leaseNone && d.lease != leaseOther {
+		return
+	}
+	d.lease = leaseAcquiring
+	select {
+	case f.leaseReq <- leaseOp{key: k}:
+	default:
+		d.lease = leaseNone
+	}
+}
+
 func (f *Fleet) leaser() {
 	defer f.wg.Done()
 	for {
@@ -497,12 +547,20 @@ func (f *Fleet) leaser() {
 	}
 }
 
-// leaseFor is the lease of k: its probe's call timeout (ProbeLease), capped
-// by WithMaxLease.
+// leaseFor is the lease of k: its probe's timeout (the breaker's
+// ProbeTimeout: ProbeLease, shortened to the call timeout, the client's call
+// budget and the slowness threshold), capped by WithMaxLease. A holder that
+// dies stalls the fleet's probing at most that long.
 func (f *Fleet) leaseFor(k registry.Key) time.Duration {
-	l := f.reg.PolicyFor(k).ProbeLease
+	var l time.Duration
 	if b, ok := f.reg.Lookup(k); ok {
-		l = b.Policy().ProbeLease
+		l = b.ProbeTimeout()
+	} else {
+		p := f.reg.PolicyFor(k)
+		l = p.ProbeLease
+		if p.CallTimeout > 0 {
+			l = min(l, p.CallTimeout)
+		}
 	}
 	if f.s.maxLease > 0 {
 		l = min(l, f.s.maxLease)

@@ -65,8 +65,14 @@ type Breaker struct {
 	// cb is the current gobreaker; replaced by Reset.
 	cb atomic.Pointer[gb]
 
-	// shortCircuits counts refusals; touched only on the refused path.
-	shortCircuits atomic.Uint64
+	// refusals counts refusals by Refusal; touched only on the refused
+	// path (stats.go).
+	refusals [NumRefusals]atomic.Uint64
+	// latEvery and latHist are the opt-in latency sampling (stats.go):
+	// latEvery is 0 (off) or a power of two; latHist is allocated when
+	// sampling is first switched on.
+	latEvery atomic.Uint32
+	latHist  atomic.Pointer[[LatencyBuckets]atomic.Uint64]
 	// shadowRefusals counts calls a shadow-mode breaker would have refused.
 	shadowRefusals atomic.Uint64
 	// reported counts reported outcomes since creation, by the outcome the
@@ -104,6 +110,11 @@ type Breaker struct {
 	tripExact  bool      // Guarded by mu: Trip in progress: hold = the hint only.
 	lastChange time.Time // Guarded by mu.
 	trips      uint64    // Guarded by mu: times opened.
+	// tripWindow is the window ReadyToTrip last tripped on; lastTrip the
+	// last trip from closed (stats.go). Guarded by mu.
+	tripWindow Counts
+	lastTrip   TripRecord
+	created    time.Time // immutable
 
 	// ct is outage containment (bulkhead, in-flight slowness, count
 	// window); nil when the policy uses none (contain.go).
@@ -121,8 +132,13 @@ type Breaker struct {
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
+	if t := pol.TripOnRetryHint; t != nil {
+		v := *t // the breaker's own copy: never the caller's bool
+		pol.TripOnRetryHint = &v
+	}
 	b := &Breaker{key: key, reg: r, pol: pol, ct: newContain(&pol), hc: r.health[key]}
 	b.lastChange = r.clock.Now()
+	b.created = b.lastChange
 	b.cb.Store(b.newGobreakerLocked())
 	return b
 }
@@ -194,6 +210,10 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		b.openCause = cause
 		b.probes = b.probes[:0]
 		b.trips++
+		if from == gobreaker.StateClosed {
+			b.lastTrip = TripRecord{At: now, Cause: cause, Window: b.tripWindow}
+		}
+		b.tripWindow = Counts{}
 		b.setStateLocked(prev, StateOpen, cause, now, until.Sub(now))
 	case gobreaker.StateClosed:
 		b.reopens = 0
@@ -375,7 +395,7 @@ func (b *Breaker) refuse(now time.Time, st State, why Refusal, wait time.Duratio
 		b.shadowRefusals.Add(1)
 		return Ticket{}, Decision{Allowed: true, Shadow: true, State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 	}
-	b.shortCircuits.Add(1)
+	b.refusals[why].Add(1) // why < NumRefusals: every refusal passes a constant
 	return Ticket{}, Decision{State: st, Reason: why, RetryAfter: wait, At: now, Cause: cause}
 }
 
@@ -448,17 +468,25 @@ func (b *Breaker) failProbe(done func(error), cause Cause) {
 
 // applyHint applies a server retry hint reported with an outcome of a call
 // admitted under Reset generation gen. A hint from a call admitted before a
-// Reset is dropped: the fresh breaker owes it nothing. By default a failure with a hint opens the breaker at once for
-// the hint (Trip with CauseRetryHint), for tools and model endpoints alike;
-// with Policy.NoTripOnRetryHint, and for other outcomes, the hint only sets a
-// floor for the hold (ObserveRetryAfter). It reports whether it tripped.
+// Reset is dropped: the fresh breaker owes it nothing. A failure with a hint
+// opens the breaker at once for the hint (Trip with CauseRetryHint) when the
+// policy trips on hints (the default); otherwise it opens it, for at least
+// the hint, only as the last of RetryHintFailures consecutive failures. In
+// every other case the hint only sets a floor for the hold
+// (ObserveRetryAfter). It reports whether it tripped.
 func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
 	if hint <= 0 || !sameReset(b.gen.Load(), gen) {
 		return false
 	}
-	if o == Failure && !b.pol.NoTripOnRetryHint {
-		b.Trip(hint, CauseRetryHint)
-		return true
+	if o == Failure {
+		if b.pol.tripsOnHint() {
+			b.Trip(hint, CauseRetryHint)
+			return true
+		}
+		// This failure is not counted yet: it is the streak's last.
+		if b.Closed() && int(b.cb.Load().Counts().ConsecutiveFailures)+1 >= b.pol.RetryHintFailures {
+			return b.trip(hint, CauseRetryHint, false, true)
+		}
 	}
 	b.ObserveRetryAfter(hint)
 	return false
@@ -675,7 +703,7 @@ func (b *Breaker) Counts() Counts {
 	return Counts{
 		Requests: c.Requests, Successes: c.TotalSuccesses, Failures: c.TotalFailures,
 		Exclusions: c.TotalExclusions, ConsecutiveFailures: c.ConsecutiveFailures,
-		ShortCircuits: b.shortCircuits.Load(), Trips: trips, ShadowRefusals: b.shadowRefusals.Load(),
+		ShortCircuits: b.shortCircuitTotal(), Trips: trips, ShadowRefusals: b.shadowRefusals.Load(),
 	}
 }
 

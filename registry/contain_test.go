@@ -1,6 +1,7 @@
 package registry_test
 
 import (
+	"container/heap"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // hangPolicy judges calls outstanding for 1s as slow; 3 trip. Nothing else
@@ -109,7 +111,9 @@ func TestSlowInFlightOnStateRead(t *testing.T) {
 }
 
 // Without a fixed threshold, the detector arms itself from healthy
-// latency: 10 × 20ms is below the 1s floor, so the threshold is 1s.
+// latency: 10 × 20ms is below the 500ms floor, so the threshold is 500ms.
+// SlowInFlightFactor applies while the tail is being learned (the first 64
+// measured calls); then the threshold is twice the measured p99.
 func TestSlowInFlightDerivedThreshold(t *testing.T) {
 	clk, _, b := newBreaker(t, registry.Policy{NoJitter: true})
 	if thr := b.ContainCounts().SlowThreshold; thr != 0 {
@@ -124,13 +128,141 @@ func TestSlowInFlightDerivedThreshold(t *testing.T) {
 		t.Fatalf("threshold = %v, want the %v floor", thr, registry.MinSlowInFlight)
 	}
 	clk, _, slow := newBreaker(t, registry.Policy{SlowInFlightFactor: 4})
-	for range 64 {
+	for i := range 64 {
 		res := mustReserve(t, slow)
 		clk.Advance(2 * time.Second)
 		res.Report(success, 0)
+		if i == 31 {
+			if thr := slow.ContainCounts().SlowThreshold; thr < 7*time.Second || thr > 9*time.Second {
+				t.Fatalf("threshold while learning = %v, want about 4 × 2s", thr)
+			}
+		}
 	}
-	if thr := slow.ContainCounts().SlowThreshold; thr < 7*time.Second || thr > 9*time.Second {
-		t.Fatalf("threshold = %v, want about 4 × 2s", thr)
+	if thr := slow.ContainCounts().SlowThreshold; thr < 4*time.Second || thr > 5*time.Second {
+		t.Fatalf("threshold once the tail is known = %v, want about 2 × the 2s p99", thr)
+	}
+}
+
+// steadyBreaker returns a default breaker that has seen 100 healthy calls
+// of 200ms, one every 100ms (the tail is learned), and the time reached.
+func steadyBreaker(t *testing.T) (*registrytest.FakeClock, *recorder, *registry.Breaker, time.Duration) {
+	t.Helper()
+	clk, r, b := newBreaker(t, registry.Policy{NoJitter: true, CallTimeout: 5 * time.Second})
+	rec := record(t, r)
+	set := func(d time.Duration) { clk.Set(t0.Add(d)) }
+	at := replaySteady(t, b, set, 0, 100, func(int) time.Duration { return 200 * time.Millisecond })
+	if thr := b.ContainCounts().SlowThreshold; thr != registry.MinSlowInFlight {
+		t.Fatalf("threshold of a steady 200ms dependency = %v, want %v (2 × p99 is below the floor)", thr, registry.MinSlowInFlight)
+	}
+	return clk, rec, b, at
+}
+
+// replaySteady makes n calls, one every 100ms from from, call i returning
+// after latency(i) (a latency ≤ 0: it never returns; its reservation is
+// dropped). Calls still out at the end are reported when they return. It
+// returns the time reached: the next call's slot, or the last return if
+// later.
+func replaySteady(t *testing.T, b *registry.Breaker, set func(time.Duration), from time.Duration, n int, latency func(int) time.Duration) time.Duration {
+	t.Helper()
+	var pending pendingCalls
+	at := from
+	for i := range n {
+		for len(pending) > 0 && pending[0].at <= at {
+			c := heap.Pop(&pending).(pendingCall)
+			set(c.at)
+			c.res.Report(success, 0)
+		}
+		set(at)
+		res, d := b.Reserve()
+		if !d.Allowed {
+			t.Fatalf("call %d at %v refused: %+v", i, at, d)
+		}
+		if l := latency(i); l > 0 {
+			heap.Push(&pending, pendingCall{at: at + l, res: res})
+		}
+		at += 100 * time.Millisecond
+	}
+	for len(pending) > 0 {
+		c := heap.Pop(&pending).(pendingCall)
+		set(c.at)
+		c.res.Report(success, 0)
+		at = max(at, c.at)
+	}
+	return at
+}
+
+// A steady 200ms dependency hangs: completions stop while a call still
+// starts every 100ms. The stall rule trips it once its oldest hung call is
+// past the 500ms threshold and every call after it is past the healthy p99
+// (about 215ms) too — after 5 calls, not the 20 that 3 calls each past
+// 10 × 200ms needed (the bulkhead of the seed's incident stopped that
+// outage, not the detector). The judged calls are counted once.
+func TestStallTripsASteadySlowDependency(t *testing.T) {
+	clk, rec, b, at := steadyBreaker(t)
+	var hung []registry.Reservation
+	start := at
+	for ; at < start+5*time.Second; at += 100 * time.Millisecond {
+		clk.Set(t0.Add(at))
+		res, d := b.Reserve()
+		if !d.Allowed {
+			break
+		}
+		hung = append(hung, res)
+	}
+	if len(hung) > 6 {
+		t.Fatalf("%d calls admitted into the hang before the trip, want ≤ 6", len(hung))
+	}
+	if got := rec.briefs(t); len(got) != 1 || !strings.Contains(got[0], "slow_calls") {
+		t.Fatalf("transitions %v, want one slow_calls trip", got)
+	}
+	cc := b.ContainCounts()
+	if cc.Stalls != 1 || cc.SlowVerdicts < 3 || cc.SlowVerdicts > uint64(len(hung)) {
+		t.Fatalf("contain counts %+v with %d hung calls: want one stall, 3…%d verdicts", cc, len(hung), len(hung))
+	}
+	t.Logf("tripped %v into the hang, %d calls admitted, %d judged", at-start, len(hung), cc.SlowVerdicts)
+	clk.Set(t0.Add(at + 5*time.Second))
+	for _, h := range hung {
+		h.Report(failure, 0)
+	}
+	if c := b.Counts(); c.Trips != 1 || c.Failures != 0 {
+		t.Fatalf("the hung calls' late failures counted: %+v", c)
+	}
+}
+
+// A stall needs completions to stop. One call of a steady 200ms dependency
+// outstanding for seconds among calls that return, then two in a row, then
+// three with two returning calls between each (fewer than half of their
+// calls: the rule for slow calls past the threshold, which judges a
+// partial hang of half the calls or more, leaves it alone too): none is a
+// hang.
+func TestStallNeedsCompletionsToStop(t *testing.T) {
+	clk, rec, b, at := steadyBreaker(t)
+	set := func(d time.Duration) { clk.Set(t0.Add(d)) }
+	patterns := map[string]func(int) time.Duration{
+		"one slow call": func(i int) time.Duration {
+			if i == 3 {
+				return 4 * time.Second
+			}
+			return 200 * time.Millisecond
+		},
+		"two in a row": func(i int) time.Duration {
+			if i == 3 || i == 4 {
+				return 4 * time.Second
+			}
+			return 200 * time.Millisecond
+		},
+		"three, interleaved": func(i int) time.Duration {
+			if i == 3 || i == 6 || i == 9 {
+				return 4 * time.Second
+			}
+			return 200 * time.Millisecond
+		},
+	}
+	for _, name := range []string{"one slow call", "two in a row", "three, interleaved"} {
+		at = replaySteady(t, b, set, at, 80, patterns[name])
+		if got := rec.briefs(t); len(got) != 0 {
+			t.Fatalf("%s: transitions %v, want none", name, got)
+		}
 	}
 }
 

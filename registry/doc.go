@@ -114,6 +114,20 @@
 // (CauseFleetRate: a local decision, shared like any trip). The closed path
 // consults nothing.
 //
+// # Dashboards
+//
+// Besides Counts, a breaker keeps what a dashboard needs to show rates and
+// causes, all read lock-free or under the breaker's own lock and none
+// costing the closed path anything: Reported (outcomes since creation),
+// Refusals (refusals since creation by reason, which sum to
+// Counts.ShortCircuits), LastTrip (the window as it stood when it last
+// tripped from closed, which the open state's fresh counts no longer show)
+// and Created. Latency is measured only on request: Breaker.SampleLatency
+// makes admitted calls (every one, or one in a power of two) measure their
+// latency into a histogram that Latencies returns; while it is off, the
+// closed path pays one atomic load. Package statuspage samples these about
+// once a second.
+//
 // # Concurrency
 //
 // Registry and Breaker are safe for concurrent use. Lookups of existing

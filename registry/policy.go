@@ -74,12 +74,26 @@ type Policy struct {
 	// dependency forever. If 0, 1h.
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 
-	// NoTripOnRetryHint keeps the behaviour before retry hints tripped: a
-	// failure carrying a server retry hint (HTTP 429 or 503 with Retry-After,
-	// a Gemini RetryInfo) counts as one ordinary failure, and the hint only
-	// sets a floor for the hold once the thresholds open the breaker. By
-	// default such a failure opens the breaker at once, for the hint (capped
-	// at MaxRetryHint), for tools and model endpoints alike.
+	// TripOnRetryHint says what a failure carrying a server retry hint
+	// (HTTP 429 or 503 with Retry-After, a Gemini RetryInfo) does. If nil or
+	// true (the default, right for tools and MCP servers: a backend that
+	// says "come back in 30s" is not called again before), it opens the
+	// breaker at once, for the hint (capped at MaxRetryHint), cause
+	// retry_hint. If false (failover.DefaultPolicy: one rate-limit answer of
+	// a model endpoint must not demote every user to the fallback model),
+	// the failure counts as one ordinary failure and the hint is a floor for
+	// the hold once the breaker opens: by its thresholds, or after
+	// RetryHintFailures failures in a row the last of which carried a hint.
+	TripOnRetryHint *bool `json:"trip_on_retry_hint,omitempty" yaml:"trip_on_retry_hint,omitempty"`
+	// RetryHintFailures applies when TripOnRetryHint is false: this many
+	// consecutive failures, the last of which carries a retry hint, open the
+	// breaker (cause retry_hint) for at least the hint. Sustained
+	// exhaustion — every call answered 429 — so opens on the
+	// RetryHintFailures-th call, while one 429 among successes never does.
+	// If 0, 3. At most 1000.
+	RetryHintFailures int `json:"retry_hint_failures,omitempty" yaml:"retry_hint_failures,omitempty"`
+	// NoTripOnRetryHint is the older spelling of TripOnRetryHint false; it
+	// must not be combined with TripOnRetryHint true.
 	NoTripOnRetryHint bool `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
 
 	// CallTimeout is the dependency's per-call deadline. A guarded function
@@ -108,16 +122,21 @@ type Policy struct {
 	// returns, and SlowInFlightCalls such calls open the breaker (cause
 	// slow_calls). Their outcomes, when they finally arrive, are excluded:
 	// they were counted once, when judged. If 0, the threshold is derived:
-	// SlowInFlightFactor × the observed latency of healthy calls, at least
-	// MinSlowInFlight and twice their observed p99 (so a long healthy tail
-	// is not judged slow), at most the CallTimeout (or
-	// MaxDerivedSlowInFlight without one), armed after a few calls were
-	// measured. Either way, slow calls open the breaker only while they are
-	// at least half of the calls that started with them: a hang, not a few
-	// unlucky calls. The threshold also bounds a half-open probe.
+	// twice the observed p99 of healthy calls (so a long healthy tail is not
+	// judged slow), at least MinSlowInFlight and, while the tail is being
+	// learned (the first 64 measured calls), SlowInFlightFactor × their
+	// observed latency; at most the CallTimeout (or MaxDerivedSlowInFlight
+	// without one), armed after a few calls were measured. Either way, slow
+	// calls open the breaker only while they are at least half of the calls
+	// that started with them: a hang, not a few unlucky calls; with a
+	// derived threshold, also once the oldest outstanding call is past it
+	// and none of the calls after it that are past the healthy p99 has
+	// returned (a stall). The threshold also bounds a half-open probe.
 	SlowInFlight time.Duration `json:"slow_in_flight,omitempty" yaml:"slow_in_flight,omitempty"`
 	// SlowInFlightFactor multiplies the observed healthy latency into the
-	// derived threshold (when SlowInFlight is 0). If 0, 10. At least 1.
+	// derived threshold (when SlowInFlight is 0) while the latency tail is
+	// being learned; once it is known, the threshold follows the tail. If
+	// 0, 10. At least 1.
 	SlowInFlightFactor float64 `json:"slow_in_flight_factor,omitempty" yaml:"slow_in_flight_factor,omitempty"`
 	// SlowInFlightCalls is how many outstanding slow calls open the breaker.
 	// If 0, 3.
@@ -151,6 +170,7 @@ const (
 	DefaultHalfOpenProbes      = 1
 	DefaultProbeLease          = 60 * time.Second
 	DefaultMaxRetryHint        = time.Hour
+	DefaultRetryHintFailures   = 3
 	DefaultSlowInFlightFactor  = 10.0
 	DefaultSlowInFlightCalls   = 3
 )
@@ -221,6 +241,9 @@ func (p Policy) WithDefaults() Policy {
 	if p.MaxRetryHint == 0 {
 		p.MaxRetryHint = DefaultMaxRetryHint
 	}
+	if p.RetryHintFailures == 0 {
+		p.RetryHintFailures = DefaultRetryHintFailures
+	}
 	if p.DisableSlowInFlight {
 		p.SlowInFlight, p.SlowInFlightFactor = 0, 0
 	} else if p.SlowInFlightFactor == 0 {
@@ -285,6 +308,12 @@ func (p Policy) Validate() error {
 	if p.MaxRetryHint < 0 {
 		bad("max_retry_hint", "must be ≥ 0, got %s", p.MaxRetryHint)
 	}
+	if p.NoTripOnRetryHint && p.TripOnRetryHint != nil && *p.TripOnRetryHint {
+		bad("no_trip_on_retry_hint", "contradicts trip_on_retry_hint: true (no_trip_on_retry_hint is its older spelling of false; keep one)")
+	}
+	if p.RetryHintFailures < 0 || p.RetryHintFailures > 1000 {
+		bad("retry_hint_failures", "must be in [0, 1000], got %d", p.RetryHintFailures)
+	}
 	if p.SlowCall > 0 && p.ProbeLease >= 0 && r.ProbeLease < p.SlowCall {
 		bad("probe_lease", "must be ≥ slow_call (%s), got %s", p.SlowCall, r.ProbeLease)
 	}
@@ -331,6 +360,44 @@ func (p Policy) validateContain() []error {
 		bad("queue_wait", "must be in [0, %s], got %s", maxQueueWait, p.QueueWait)
 	} else if p.QueueWait > 0 && p.MaxConcurrent == 0 {
 		bad("queue_wait", "requires max_concurrent")
+	}
+	return errs
+}
+
+// tripsOnHint reports whether a failure with a retry hint opens the breaker
+// at once (TripOnRetryHint, NoTripOnRetryHint).
+func (p *Policy) tripsOnHint() bool {
+	if p.TripOnRetryHint != nil {
+		return *p.TripOnRetryHint
+	}
+	return !p.NoTripOnRetryHint
+}
+
+// TripsOnRetryHint reports whether a failure carrying a server retry hint
+// opens the breaker at once under p (TripOnRetryHint, NoTripOnRetryHint;
+// the default is true).
+func (p Policy) TripsOnRetryHint() bool { return p.tripsOnHint() }
+
+// CheckCallTimeout reports every layered-timeout rule that a client's own
+// per-call timeout d (a model endpoint's Timeout, an MCP server's call
+// timeout) breaks under p, by the rule Validate applies to CallTimeout:
+// the rolling window and the probe lease must exceed it. Each error starts
+// with field, the caller's name for d. Nil when d ≤ 0.
+func (p Policy) CheckCallTimeout(field string, d time.Duration) []error {
+	if d <= 0 {
+		return nil
+	}
+	r := p.WithDefaults()
+	var errs []error
+	for _, l := range layers {
+		if l.inner != "call_timeout" {
+			continue
+		}
+		r.CallTimeout = d
+		outer, _ := l.get(r)
+		if outer > 0 && outer <= d {
+			errs = append(errs, fmt.Errorf("%s: %s must be below the breaker's %s (%s): %s", field, d, l.outer, outer, l.why))
+		}
 	}
 	return errs
 }

@@ -29,9 +29,22 @@
 //	                    time; every attempt is logged and counted
 //
 // A replica that shares its breakers through Redis (package fleet) shows
-// its fleet state and counters on the page with WithFleet(f.Status).
+// its fleet state and counters on the page with WithFleet(f.Status);
+// WithTools names the tools behind each dependency.
+//
+// For an incident the page shows an isolated dependency apart from an open
+// one, the window that tripped a breaker (its own counts start again at
+// zero), what trips it, the last refusals, and ten minutes of rates per
+// dependency — calls/s, failure %, p99 latency, short-circuits/s and
+// bulkhead rejections/s — computed from the registry's own counters, which
+// the Handler samples about once a second into fixed-size rings (see
+// Rates). For the p99 it switches on the registry's latency sampling
+// (registry.Breaker.SampleLatency), and off again at Close.
 //
 // The page renders every name with textContent, never as markup, so a
-// hostile dependency name shows as text. Operator actions act only on
-// dependencies that already exist: a request can never create a breaker.
+// hostile dependency name shows as text, and its Content-Security-Policy
+// admits only its own script and style sheet, by a nonce drawn for each
+// response: an injected inline script does not run. Operator actions are
+// confirmed in the page and act only on dependencies that already exist: a
+// request can never create a breaker.
 package statuspage

@@ -57,6 +57,82 @@ type Dependency struct {
 	// is off.
 	FailureRateThreshold float64 `json:"failure_rate_threshold"`
 	Counts               Counts  `json:"counts"`
+	// Cause is what opened the breaker (trip, probe_failed, retry_hint,
+	// isolated, …) while it is open or half-open; absent while closed.
+	Cause string `json:"cause,omitempty"`
+	// CreatedAt is when the breaker was created: it has no state before.
+	CreatedAt time.Time `json:"created_at"`
+	// Tools are the tools behind the dependency (WithTools), sorted; empty
+	// when the page was not told.
+	Tools []string `json:"tools"`
+	// Policy is what trips the breaker and how long it holds.
+	Policy PolicyInfo `json:"policy"`
+	// LastTrip is the breaker's last trip from closed, with the window
+	// that tripped it; null if it never tripped.
+	LastTrip *Trip `json:"last_trip"`
+	// Refusals counts refused calls since the breaker was created, by
+	// reason: circuit_open, half_open_busy, isolated, saturated.
+	Refusals map[string]uint64 `json:"refusals"`
+	// RecentRefusals are the latest changes of those counters as the page
+	// sampled them (about once a second; see Refusal), oldest first, at
+	// most RecentRefusals.
+	RecentRefusals []Refusal `json:"recent_refusals"`
+	// Rates are the last ten minutes of traffic.
+	Rates Rates `json:"rates"`
+}
+
+// PolicyInfo is the part of a dependency's policy an operator reads.
+type PolicyInfo struct {
+	// ConsecutiveFailures trips the breaker after that many failures in a
+	// row; 0 when that trip is off.
+	ConsecutiveFailures int `json:"consecutive_failures"`
+	// FailureRate trips it when that share of counted calls failed, once
+	// MinCalls were counted in the window; 0 when that trip is off.
+	FailureRate float64 `json:"failure_rate"`
+	MinCalls    int     `json:"min_calls"`
+	// WindowSeconds is the rolling window; CountWindow, when set, replaces
+	// it with the last that many calls.
+	WindowSeconds float64 `json:"window_seconds"`
+	CountWindow   int     `json:"count_window,omitempty"`
+	// SlowCallSeconds, when set, counts a slower success as a failure.
+	SlowCallSeconds float64 `json:"slow_call_seconds,omitempty"`
+	// MaxConcurrent is the bulkhead; 0 for none.
+	MaxConcurrent int `json:"max_concurrent,omitempty"`
+	// OpenSeconds is the first hold, MaxOpenSeconds what re-trips grow it to.
+	OpenSeconds    float64 `json:"open_seconds"`
+	MaxOpenSeconds float64 `json:"max_open_seconds"`
+	HalfOpenProbes int     `json:"half_open_probes"`
+}
+
+// Trip is a trip from closed: when, why, and the window that did it.
+type Trip struct {
+	At     time.Time `json:"at"`
+	Cause  string    `json:"cause"`
+	Window Window    `json:"window"`
+}
+
+// Window is a breaker's window counts.
+type Window struct {
+	Requests            uint32 `json:"requests"`
+	Successes           uint32 `json:"successes"`
+	Failures            uint32 `json:"failures"`
+	Exclusions          uint32 `json:"exclusions"`
+	ConsecutiveFailures uint32 `json:"consecutive_failures"`
+}
+
+func policyInfo(p registry.Policy) PolicyInfo {
+	out := PolicyInfo{
+		MinCalls: p.MinCalls, WindowSeconds: p.Window.Seconds(), CountWindow: p.CountWindow,
+		SlowCallSeconds: p.SlowCall.Seconds(), MaxConcurrent: p.MaxConcurrent,
+		OpenSeconds: p.OpenFor.Seconds(), MaxOpenSeconds: p.MaxOpenFor.Seconds(), HalfOpenProbes: p.HalfOpenProbes,
+	}
+	if !p.DisableConsecutiveFailures {
+		out.ConsecutiveFailures = p.ConsecutiveFailures
+	}
+	if !p.DisableFailureRate {
+		out.FailureRate = p.FailureRate
+	}
+	return out
 }
 
 // Counts are a breaker's counters: the first five over the current window,
@@ -90,6 +166,7 @@ type ActionsInfo struct {
 
 // Document builds the current status document.
 func (h *Handler) Document() Document {
+	h.sample()
 	now := h.reg.Clock().Now()
 	snap := h.reg.Snapshot()
 	d := Document{
@@ -131,6 +208,38 @@ func (h *Handler) Document() Document {
 		}
 		if p.Shadow {
 			dep.Mode = "shadow"
+		}
+		if s.Cause != 0 {
+			dep.Cause = s.Cause.String()
+		}
+		dep.Policy = policyInfo(p)
+		dep.Tools = h.o.tools[s.Key]
+		if dep.Tools == nil {
+			dep.Tools = []string{}
+		}
+		dep.Refusals = map[string]uint64{}
+		if b, ok := h.reg.Lookup(s.Key); ok {
+			dep.CreatedAt = b.Created().UTC()
+			for r, n := range b.Refusals() {
+				if r != int(registry.NotRefused) {
+					dep.Refusals[registry.Refusal(r).String()] = n
+				}
+			}
+			if tr, ok := b.LastTrip(); ok {
+				w := tr.Window
+				dep.LastTrip = &Trip{At: tr.At.UTC(), Cause: tr.Cause.String(), Window: Window{
+					Requests: w.Requests, Successes: w.Successes, Failures: w.Failures,
+					Exclusions: w.Exclusions, ConsecutiveFailures: w.ConsecutiveFailures,
+				}}
+			}
+		}
+		h.rmu.Lock()
+		if se := h.series[s.Key]; se != nil {
+			dep.Rates, dep.RecentRefusals = se.rates(now)
+		}
+		h.rmu.Unlock()
+		if dep.RecentRefusals == nil {
+			dep.RecentRefusals = []Refusal{}
 		}
 		d.Dependencies = append(d.Dependencies, dep)
 	}

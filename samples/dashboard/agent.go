@@ -106,7 +106,7 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 		fmt.Fprintf(out, "[%6.1fs] %s: %s → %s (%s)\n", time.Since(start).Seconds(), t.Key, t.From, t.To, t.Cause)
 	})()
 	llm, err := failover.New("assistant-model", reg, []failover.Endpoint{
-		{LLM: flaky{scripted.New("primary", decide), primaryDown}, Key: "model:primary"},
+		{LLM: flaky{scripted.New("primary", decide), primaryDown}, Key: "model:primary", Throttle: &failover.Throttle{}},
 		{LLM: flaky{scripted.New("fallback", decide), fallbackDown}, Key: "model:fallback"},
 	}, failover.WithMeterProvider(exp.MeterProvider()), failover.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {

@@ -50,7 +50,7 @@ func TestSummaryLine(t *testing.T) {
 		{variant: "adkbreaker-defaults", dep: depStats{deadCalls: 4}},
 	}
 	var b strings.Builder
-	report(&b, "hang", rs)
+	report(&b, "hang", healthyLatency, rs)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := "summary: mode=hang dead_calls_none=100 dead_calls_retryandreflect=90 dead_calls_adkbreaker=3 recovery_s=1.5 llm_calls_per_turn=0.00"
 	if got := lines[len(lines)-1]; got != want {

@@ -99,6 +99,8 @@ type Policy struct {
 	MaxRetryHint               Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 	Shadow                     *bool    `json:"shadow,omitempty" yaml:"shadow,omitempty"`
 	NoTripOnRetryHint          *bool    `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
+	TripOnRetryHint            *bool    `json:"trip_on_retry_hint,omitempty" yaml:"trip_on_retry_hint,omitempty"`
+	RetryHintFailures          int      `json:"retry_hint_failures,omitempty" yaml:"retry_hint_failures,omitempty"`
 	CallTimeout                Duration `json:"call_timeout,omitempty" yaml:"call_timeout,omitempty"`
 	DisableConsecutiveFailures *bool    `json:"disable_consecutive_failures,omitempty" yaml:"disable_consecutive_failures,omitempty"`
 	CountWindow                int      `json:"count_window,omitempty" yaml:"count_window,omitempty"`
@@ -134,6 +136,17 @@ type ModelEndpoint struct {
 	// Policy is this endpoint's breaker policy; zero fields inherit
 	// failover.DefaultPolicy() (not Defaults.Policy, which is tuned for tools).
 	Policy *Policy `json:"policy,omitempty" yaml:"policy,omitempty"`
+	// Throttle, if present, turns on client-side adaptive throttling of
+	// this endpoint (failover.Throttle); zero fields mean its defaults.
+	Throttle *Throttle `json:"throttle,omitempty" yaml:"throttle,omitempty"`
+}
+
+// Throttle mirrors failover.Throttle: client-side adaptive throttling of a
+// model endpoint. Zero fields mean failover's defaults.
+type Throttle struct {
+	K                    float64  `json:"k,omitempty" yaml:"k,omitempty"`
+	Window               Duration `json:"window,omitempty" yaml:"window,omitempty"`
+	MaxRejectProbability float64  `json:"max_reject_probability,omitempty" yaml:"max_reject_probability,omitempty"`
 }
 
 // Format is a file format.
@@ -482,6 +495,7 @@ func (p Policy) Registry() registry.Policy {
 		OpenJitter: p.OpenJitter, NoJitter: isTrue(p.NoJitter), HalfOpenProbes: p.HalfOpenProbes,
 		ProbeLease: time.Duration(p.ProbeLease), MaxRetryHint: time.Duration(p.MaxRetryHint),
 		Shadow: isTrue(p.Shadow), NoTripOnRetryHint: isTrue(p.NoTripOnRetryHint),
+		TripOnRetryHint: copyBool(p.TripOnRetryHint), RetryHintFailures: p.RetryHintFailures,
 		CallTimeout: time.Duration(p.CallTimeout), DisableConsecutiveFailures: isTrue(p.DisableConsecutiveFailures),
 		CountWindow: p.CountWindow, SlowInFlight: time.Duration(p.SlowInFlight), SlowInFlightFactor: p.SlowInFlightFactor,
 		SlowInFlightCalls: p.SlowInFlightCalls, DisableSlowInFlight: isTrue(p.DisableSlowInFlight),
@@ -490,6 +504,14 @@ func (p Policy) Registry() registry.Policy {
 }
 
 func isTrue(b *bool) bool { return b != nil && *b }
+
+func copyBool(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}
 
 // Merge returns base with every non-zero field of over applied. The switches
 // (DisableFailureRate, NoJitter, DisableConsecutiveFailures,
@@ -527,6 +549,10 @@ func Merge(base, over registry.Policy) registry.Policy {
 	setD(&base.ProbeLease, over.ProbeLease)
 	setD(&base.MaxRetryHint, over.MaxRetryHint)
 	base.NoTripOnRetryHint = base.NoTripOnRetryHint || over.NoTripOnRetryHint
+	if over.TripOnRetryHint != nil { // a pointer says "explicitly off"
+		base.TripOnRetryHint = copyBool(over.TripOnRetryHint)
+	}
+	setI(&base.RetryHintFailures, over.RetryHintFailures)
 	setD(&base.CallTimeout, over.CallTimeout)
 	base.DisableConsecutiveFailures = base.DisableConsecutiveFailures || over.DisableConsecutiveFailures
 	setI(&base.CountWindow, over.CountWindow)
@@ -567,6 +593,14 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoTripOnRetryHint != nil {
 		out.NoTripOnRetryHint = *p.NoTripOnRetryHint
+		if p.TripOnRetryHint == nil {
+			out.TripOnRetryHint = nil // the older spelling decides
+		}
+	}
+	if p.TripOnRetryHint != nil && p.NoTripOnRetryHint == nil {
+		// The file's word wins over an inherited older spelling (both in one
+		// policy are for Validate to refuse if they disagree).
+		out.NoTripOnRetryHint = !*p.TripOnRetryHint
 	}
 	if p.DisableConsecutiveFailures != nil {
 		out.DisableConsecutiveFailures = *p.DisableConsecutiveFailures

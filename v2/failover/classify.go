@@ -33,6 +33,10 @@ const (
 	// ReasonQuotaExhausted: 429 for a per-day quota; the endpoint is held
 	// until the quota resets.
 	ReasonQuotaExhausted Reason = "quota_exhausted"
+	// ReasonThrottled: the endpoint's adaptive throttle sent the call
+	// straight to the next endpoint (Endpoint.Throttle); the endpoint was
+	// not called, and its breaker counted nothing.
+	ReasonThrottled Reason = "throttled"
 )
 
 // boxed returns r as an interface value holding a plain string, without
@@ -49,6 +53,8 @@ func (r Reason) boxed() any {
 		return string(ReasonTimeout)
 	case ReasonQuotaExhausted:
 		return string(ReasonQuotaExhausted)
+	case ReasonThrottled:
+		return string(ReasonThrottled)
 	}
 	return string(r)
 }
@@ -58,7 +64,7 @@ func (r Reason) boxed() any {
 // caller's error message comes from a closed set only.
 func (r Reason) closed() string {
 	switch r {
-	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted:
+	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted, ReasonThrottled:
 		return string(r)
 	}
 	return "other"
@@ -76,8 +82,8 @@ type Verdict struct {
 	Reason Reason
 	// RetryAfter is the server's retry hint (RetryInfo.retryDelay, or the
 	// Retry-After header captured by RetryAfterTransport). It becomes a
-	// floor for the breaker's open hold, and the endpoint is skipped until
-	// it has passed.
+	// floor for the breaker's open hold; whether it opens the breaker is the
+	// policy's TripOnRetryHint and RetryHintFailures.
 	RetryAfter time.Duration
 }
 

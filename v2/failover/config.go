@@ -78,7 +78,11 @@ func FromConfig(ctx context.Context, name string, chain config.ModelChain, reg *
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			continue
 		}
-		eps = append(eps, Endpoint{LLM: llm, Key: endpointKey(e), ModelName: e.Model, Timeout: time.Duration(e.Timeout)})
+		ep := Endpoint{LLM: llm, Key: endpointKey(e), ModelName: e.Model, Timeout: time.Duration(e.Timeout)}
+		if t := e.Throttle; t != nil {
+			ep.Throttle = &Throttle{K: t.K, Window: time.Duration(t.Window), MaxRejectProbability: t.MaxRejectProbability}
+		}
+		eps = append(eps, ep)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("failover: %w", err)

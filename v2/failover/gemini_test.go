@@ -65,6 +65,9 @@ type fakeGemini struct {
 	def   reply
 	paths []string
 	hits  atomic.Int64
+	// before, if set, is asked first on every request (under mu): a non-nil
+	// reply answers it (a rate limiter on the test's clock).
+	before func() *reply
 }
 
 func newFakeGemini(t *testing.T) *fakeGemini {
@@ -98,6 +101,11 @@ func (f *fakeGemini) handle(w http.ResponseWriter, r *http.Request) {
 	rp := f.def
 	if len(f.queue) > 0 {
 		rp, f.queue = f.queue[0], f.queue[1:]
+	}
+	if f.before != nil {
+		if b := f.before(); b != nil {
+			rp = *b
+		}
 	}
 	p := r.URL.Path
 	if r.URL.RawQuery != "" {
@@ -450,7 +458,9 @@ func TestGemini429RetryDelayIsAFloor(t *testing.T) {
 }
 
 func TestGeminiRetryAfterHeaderViaTransport(t *testing.T) {
-	e := newE2E(t, failover.DefaultPolicy()) // the breaker stays closed
+	// With trip_on_retry_hint the header's hint opens the breaker for it:
+	// the transport's capture reaches the registry.
+	e := newE2E(t, tripOnHint(failover.DefaultPolicy()))
 	e.primary.script(reply{status: 503, body: body503, header: http.Header{"Retry-After": {"20"}}})
 	if tr := e.turn(t, false); tr.text() != "answer from fallback-model" {
 		t.Fatalf("turn 1: %q %v", tr.text(), tr.err)

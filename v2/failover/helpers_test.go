@@ -172,6 +172,14 @@ func dailyQuota() map[string]any {
 	}
 }
 
+// tripOnHint returns p with TripOnRetryHint on: a failure with a retry
+// hint opens the breaker at once, for the hint (the tools' default).
+func tripOnHint(p registry.Policy) registry.Policy {
+	on := true
+	p.TripOnRetryHint = &on
+	return p
+}
+
 // env is a registry on a fake clock with two fake endpoints.
 type env struct {
 	clk           *registrytest.FakeClock

@@ -17,7 +17,7 @@ import (
 // subscriber delivery — the next turn calls the primary again. The hold a
 // server's retry hint set is the breaker's own, so Reset ends it at once.
 func TestResetIsImmediate(t *testing.T) {
-	e := newEnv(t, testPolicy())
+	e := newEnv(t, tripOnHint(testPolicy()))
 	for i := range 50 {
 		e.primary.script(step{err: apiErr(429, "RESOURCE_EXHAUSTED", retryInfo("60s"))})
 		if r := run(t.Context(), e.m, userReq("hi"), false); r.text() != "from fallback" {

@@ -125,8 +125,9 @@ func WithReconnectBackoff(lo, hi time.Duration) Option {
 }
 
 // WithMaxLease caps the fleet probe lease. The lease of a dependency is its
-// policy's ProbeLease (the probe's call timeout), capped by this. If 0, the
-// ProbeLease alone.
+// breaker's probe timeout (registry.Breaker.ProbeTimeout: the policy's
+// ProbeLease, shortened to its CallTimeout, a call budget and the slowness
+// threshold), capped by this. If 0, the probe timeout alone.
 func WithMaxLease(d time.Duration) Option {
 	return optionFunc(func(s *settings) { s.maxLease = d })
 }

@@ -107,6 +107,7 @@ type contain struct {
 	nextEval atomic.Int64
 	samples  atomic.Int64 // latency samples taken
 	verdicts atomic.Uint64
+	stalls   atomic.Uint64 // trips by the stall rule
 	late     atomic.Uint64
 	thrNanos atomic.Int64 // current threshold, for lock-free readers
 
@@ -343,20 +344,44 @@ func (c *contain) evaluate(now time.Time) bool {
 	}
 	slow, newest, found := 0, uint32(0), false
 	var started, all int64
+	// The stall rule (below): calls of epochs closed at least stallAge ago
+	// (the healthy p99), counted from the newest such epoch while every
+	// call of those epochs that was in flight at its close is still
+	// outstanding; it holds when the count reaches an epoch closed at least
+	// the threshold ago.
+	stallAge := c.stallAgeLocked(thr)
+	stall, stallNewest, stallFound, stallOld, stallDone := 0, uint32(0), false, false, stallAge <= 0
 	for i := uint32(1); i < ringSlots; i++ {
 		e := (cur - i) & epochMask
 		if c.covered(e) {
 			break
 		}
 		at := c.closedAt[e&ringMask]
-		if at.IsZero() || now.Sub(at) < thr {
+		if at.IsZero() {
+			continue
+		}
+		age := now.Sub(at)
+		n := c.slots[e&ringMask].Load()
+		if !stallDone && age >= stallAge {
+			switch in := c.closedIn[e&ringMask]; {
+			case n < in:
+				stallDone = true // a call of this epoch returned: completions go on
+			case n > 0:
+				if !stallFound {
+					stallNewest, stallFound = e, true
+				}
+				stall += int(n)
+				stallOld = stallOld || age >= thr
+			}
+		}
+		if age < thr {
 			continue
 		}
 		if !found {
 			newest, found = e, true
 		}
 		all += c.closedIn[e&ringMask]
-		if n := c.slots[e&ringMask].Load(); n > 0 {
+		if n > 0 {
 			slow += int(n)
 			started = all
 		}
@@ -369,12 +394,50 @@ func (c *contain) evaluate(now time.Time) bool {
 	// outstanding among many calls of their epochs and of the epochs
 	// between that returned, are not a hang: a long latency tail must not
 	// trip the breaker.
-	if slow == 0 || slow < c.tripAt || int64(2*slow) < started {
+	if slow > 0 && slow >= c.tripAt && int64(2*slow) >= started {
+		c.judged.Store(judgedValid | newest)
+		c.verdicts.Add(uint64(slow))
+		return true
+	}
+	// The stall: completions have stopped while calls kept starting. The
+	// oldest outstanding call is past the threshold, and every call that
+	// started after it and is older than the healthy p99 is outstanding
+	// too — none of them returned, although a healthy call returns within
+	// the p99 ninety-nine times in a hundred. That is a hang seen a few p99s
+	// earlier than the rule above, which waits for tripAt calls each past
+	// the threshold (the threshold's 500 ms floor is several p99s of a
+	// steady dependency). A tail call, however slow, is followed by calls
+	// that return: it never makes a stall.
+	if !stallOld || stall < c.tripAt {
 		return false
 	}
-	c.judged.Store(judgedValid | newest)
-	c.verdicts.Add(uint64(slow))
+	n := 0
+	for i := uint32(1); i < ringSlots; i++ { // every call judged now: the stall's and older
+		e := (cur - i) & epochMask
+		if c.covered(e) {
+			break
+		}
+		if (stallNewest-e)&epochMask < epochMask/2 {
+			n += int(max(c.slots[e&ringMask].Load(), 0))
+		}
+	}
+	c.judged.Store(judgedValid | stallNewest)
+	c.verdicts.Add(uint64(n))
+	c.stalls.Add(1)
 	return true
+}
+
+// stallAgeLocked is how long the calls a stall counts have been
+// outstanding at least: the healthy p99, once the tail was measured on
+// warmSamples calls (0: the stall rule is off — a fixed threshold takes no
+// latency samples). It is at least one granularity (the epochs' width) and
+// at most thr.
+func (c *contain) stallAgeLocked(thr time.Duration) time.Duration {
+	if c.fixed > 0 || c.samples.Load() < warmSamples {
+		return 0
+	}
+	gran := max(thr/ringGranularity, time.Millisecond)
+	return min(thr, max(gran, c.tail.quantile(tailQuantile)))
 }
 
 // thresholdLocked returns the slowness threshold: fixed, or derived from
@@ -389,13 +452,19 @@ func (c *contain) thresholdLocked() time.Duration {
 	return c.derivedLocked()
 }
 
-// derivedLocked is the derived threshold: factor × the healthy latency, at
-// least MinSlowInFlight, and never inside the healthy tail (tailFactor ×
-// its p99) — up to the ceiling (the call timeout, or
-// MaxDerivedSlowInFlight), past which a tail of slow successes would leave
-// a real hang unjudged for minutes.
+// derivedLocked is the derived threshold: never inside the healthy tail
+// (tailFactor × its p99), at least MinSlowInFlight and, while the tail is
+// being learned (fewer than warmSamples samples: a p99 of a few dozen
+// calls is only their maximum), factor × the healthy latency — up to the
+// ceiling (the call timeout, or MaxDerivedSlowInFlight), past which a tail
+// of slow successes would leave a real hang unjudged for minutes. Once the
+// tail is known the factor no longer applies: a dependency with a steady
+// latency L is judged at max(500 ms, 2 × its p99 ≈ 2.4 L), not 10 L.
 func (c *contain) derivedLocked() time.Duration {
-	d := max(MinSlowInFlight, time.Duration(c.factor*float64(c.healthy)), tailFactor*c.tail.quantile(tailQuantile))
+	d := max(MinSlowInFlight, tailFactor*c.tail.quantile(tailQuantile))
+	if c.samples.Load() < warmSamples {
+		d = max(d, time.Duration(c.factor*float64(c.healthy)))
+	}
 	return min(d, max(c.ceiling, MinSlowInFlight))
 }
 
@@ -474,9 +543,10 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	if !ok {
 		return false // the slow path decides, and counts
 	}
+	var start time.Time // r is left alone unless the call is admitted
 	if others || tr&trackSample != 0 {
 		var res int
-		if tr, res = c.entered(b, tr, others, &r.start); res != enterOK {
+		if tr, res = c.entered(b, tr, others, &start); res != enterOK {
 			return false
 		}
 	}
@@ -487,8 +557,10 @@ func (b *Breaker) tryReserveContained(r *Reservation) bool {
 	}
 	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, tr, gen
 	if b.pol.SlowCall > 0 {
-		r.start = b.reg.clock.Now()
+		start = b.reg.clock.Now()
 	}
+	r.lat = b.latencyOn(&start)
+	r.start = start
 	return true
 }
 
@@ -537,6 +609,13 @@ func (b *Breaker) checkSlow() bool {
 // not fail a half-open probe.
 func (b *Breaker) tripSlow() { b.trip(0, CauseSlowCalls, false, true) }
 
+// ProbeTimeout returns how long a half-open probe of this breaker may take
+// before it counts as failed: the probe lease, shortened to the call
+// timeout, the client's call budget (SetCallBudget) and the in-flight
+// slowness threshold when they are set. A fleet's probe lease lasts this
+// long.
+func (b *Breaker) ProbeTimeout() time.Duration { return b.probeTimeout() }
+
 // probeTimeout is how long a half-open probe may take before it counts as
 // failed: the probe lease, shortened to the call timeout, the client's call
 // budget (SetCallBudget) and the slowness threshold when they are set.
@@ -583,6 +662,14 @@ func (b *Breaker) SetCallBudget(d time.Duration) {
 // switched off), then the failure rate over the count window when there is
 // one, else over the time window.
 func (b *Breaker) shouldTrip(c gobreaker.Counts) bool {
+	if b.readyToTrip(c) {
+		b.noteTripWindow(c) // the window the open state's counts no longer show
+		return true
+	}
+	return false
+}
+
+func (b *Breaker) readyToTrip(c gobreaker.Counts) bool {
 	if b.forceTrip.Load() {
 		return true
 	}
@@ -654,6 +741,9 @@ type ContainCounts struct {
 	// LateOutcomes counts reports of such calls, which were excluded (they
 	// had been counted when judged).
 	SlowVerdicts, LateOutcomes uint64
+	// Stalls counts the trips by the stall rule: completions stopped while
+	// calls kept starting (see docs/design.md, "In-flight slowness").
+	Stalls uint64
 	// SlowThreshold is the current in-flight slowness threshold (0: off, or
 	// not armed yet for lack of latency samples).
 	SlowThreshold time.Duration
@@ -669,6 +759,7 @@ func (b *Breaker) ContainCounts() ContainCounts {
 		out.InFlight, out.PeakInFlight = c.inFlight(), int(c.peak.Load())
 		out.Saturated = c.refused.Load()
 		out.SlowVerdicts, out.LateOutcomes = c.verdicts.Load(), c.late.Load()
+		out.Stalls = c.stalls.Load()
 		out.SlowThreshold = c.threshold()
 	}
 	return out

@@ -21,6 +21,7 @@ type Reservation struct {
 	start time.Time
 	probe Ticket // valid only for half-open probes
 	tr    track  // contain bookkeeping (contain.go)
+	lat   bool   // a latency sample (stats.go)
 }
 
 // Reserve is Admit for exactly-once owners. The refused path is Admit's.
@@ -54,9 +55,11 @@ func (b *Breaker) TryReserve(r *Reservation) bool {
 		return false
 	}
 	r.b, r.done, r.probe, r.tr, r.gen = b, done, Ticket{}, 0, gen
+	r.start = time.Time{}
 	if b.pol.SlowCall > 0 { // start is read only when SlowCall is set
 		r.start = b.reg.clock.Now()
 	}
+	r.lat = b.latencyOn(&r.start)
 	return true
 }
 
@@ -81,6 +84,9 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if r.probe.Valid() {
 		r.probe.DoneWithRetryAfter(o, hint)
 		return
+	}
+	if r.lat {
+		r.b.observeLatency(o, r.start)
 	}
 	if hint > 0 {
 		r.b.applyHint(o, hint, r.gen) // a trip moves gobreaker on: the report below is then ignored

@@ -31,6 +31,7 @@ type ticketRec struct {
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	probe bool
+	lat   bool // a latency sample (stats.go)
 	// issued is the seq this use was issued under (read by lease expiry).
 	issued uint64
 	tr     track // contain bookkeeping (contain.go)
@@ -52,6 +53,7 @@ func (b *Breaker) ticket(done func(error), probe bool, lease time.Time) Ticket {
 	} else {
 		r.start = time.Time{}
 	}
+	r.lat = b.latencyOn(&r.start)
 	// Publish under a new sequence number so copies from a previous use of
 	// this record can never match.
 	seq := r.seq.Load() + 2
@@ -84,18 +86,22 @@ func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 
 // DoneWithRetryAfter reports the outcome together with a server retry hint.
 // A failure with a hint opens the breaker at once for the hint, unless the
-// policy sets NoTripOnRetryHint; otherwise the hint becomes a floor for the
-// open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// policy sets TripOnRetryHint false (then only as the last of
+// RetryHintFailures consecutive failures); otherwise the hint becomes a
+// floor for the open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
 // before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r
 	if r == nil || !r.seq.CompareAndSwap(t.seq, t.seq+1) {
 		return false
 	}
-	b, done, start, probe, tr, gen := r.b, r.done, r.start, r.probe, r.tr, r.gen
+	b, done, start, probe, tr, gen, lat := r.b, r.done, r.start, r.probe, r.tr, r.gen, r.lat
 	r.b, r.done = nil, nil
 	if !probe {
 		ticketPool.Put(r)
+	}
+	if lat {
+		b.observeLatency(o, start)
 	}
 	var err error
 	if tr != 0 {
@@ -104,9 +110,10 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		err = b.outcomeErr(o, start, gen)
 	}
 	switch {
-	case hint > 0 && probe && o == Failure && !b.pol.NoTripOnRetryHint && sameReset(b.gen.Load(), gen):
+	case hint > 0 && probe && o == Failure && sameReset(b.gen.Load(), gen):
 		// A failed probe with a hint re-opens for at least the hint, with
-		// the hint's cause.
+		// the hint's cause (whether or not the policy trips on hints: a
+		// failed probe re-opens either way).
 		b.ObserveRetryAfter(hint)
 		b.failProbe(done, CauseRetryHint)
 	case hint > 0:

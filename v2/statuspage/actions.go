@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"net/http"
 	"sync/atomic"
+	"time"
 
 	"github.com/adkbreaker/adkbreaker/v2/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
@@ -84,5 +85,11 @@ func (h *Handler) serveAction(w http.ResponseWriter, r *http.Request, action str
 	h.actions.applied.Add(1)
 	log.Warn("adkbreaker: operator action applied", "dependency", string(key))
 	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(map[string]string{"dependency": string(key), "action": action, "state": b.State().String()})
+	_ = json.NewEncoder(w).Encode(struct {
+		Dependency string    `json:"dependency"`
+		Action     string    `json:"action"`
+		State      string    `json:"state"`
+		Isolated   bool      `json:"isolated"`
+		At         time.Time `json:"at"`
+	}{string(key), action, b.State().String(), b.Status().Isolated, h.reg.Clock().Now().UTC()})
 }

@@ -186,7 +186,7 @@ func TestBrowserRendersHostileNamesAsText(t *testing.T) {
 	)
 	b.Trip(time.Minute, registry.CauseRetryHint) // re-rendered by the script, not the server
 	do(t, ctx, chromedp.WaitVisible(chromedp.CSS(`#deps .state.open`)))
-	shown := text(t, ctx, `#deps td.name`)
+	shown := text(t, ctx, `#deps span.name`)
 	images := eval[int](t, ctx, `document.querySelectorAll("img").length`)
 	xss := eval[bool](t, ctx, `window.__xss === 1`)
 	if shown != hostile || images != 0 || xss {

@@ -8,12 +8,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
+	"unicode/utf8"
 
 	"github.com/adkbreaker/adkbreaker/v2/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
@@ -44,6 +47,8 @@ type options struct {
 	title      string
 	fleet      FleetStatus
 	fleetSet   bool
+	tools      map[registry.Key][]string
+	toolsErrs  []error
 }
 
 // WithHistory sets how many recent transitions are kept for the page's
@@ -77,6 +82,41 @@ func WithLogger(l *slog.Logger) Option { return func(o *options) { o.logger = l 
 // WithTitle sets the page title (default "adkbreaker").
 func WithTitle(s string) Option { return func(o *options) { o.title = s } }
 
+// Bounds of WithTools.
+const (
+	maxToolsPerDependency = 256
+	maxToolNameLen        = 200
+)
+
+// WithTools names the tools behind each dependency (the mapping given to
+// the plugin's WithDependency, or the configuration file's tools:), so the
+// page shows which tools an open breaker takes away. Every key must be a
+// valid dependency key and every tool name non-empty, at most 200 bytes
+// and valid UTF-8, at most 256 tools a dependency. The map is copied.
+func WithTools(tools map[registry.Key][]string) Option {
+	return func(o *options) {
+		o.tools = make(map[registry.Key][]string, len(tools))
+		o.toolsErrs = nil
+		for _, k := range slices.Sorted(maps.Keys(tools)) {
+			names := tools[k]
+			if !k.Valid() {
+				o.toolsErrs = append(o.toolsErrs, fmt.Errorf("statuspage: WithTools: invalid dependency key %q", k))
+				continue
+			}
+			if len(names) > maxToolsPerDependency {
+				o.toolsErrs = append(o.toolsErrs, fmt.Errorf("statuspage: WithTools: %q has %d tools, more than %d", k, len(names), maxToolsPerDependency))
+				continue
+			}
+			for i, n := range names {
+				if n == "" || len(n) > maxToolNameLen || !utf8.ValidString(n) {
+					o.toolsErrs = append(o.toolsErrs, fmt.Errorf("statuspage: WithTools: %q: tool %d: name must be 1 to %d bytes of UTF-8", k, i, maxToolNameLen))
+				}
+			}
+			o.tools[k] = slices.Compact(slices.Sorted(slices.Values(names)))
+		}
+	}
+}
+
 // Handler serves the status page. It is safe for concurrent use. Close it
 // when done: it unsubscribes from the registry and ends open event streams.
 type Handler struct {
@@ -94,6 +134,10 @@ type Handler struct {
 
 	nstreams atomic.Int64
 	actions  actionCounts
+
+	rmu     sync.Mutex
+	series  map[registry.Key]*series // Guarded by rmu.
+	sampled chan struct{}            // closed when the sampler has stopped
 }
 
 // New returns a Handler over reg. Invalid options are reported together.
@@ -125,6 +169,7 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	if o.fleetSet && o.fleet == nil {
 		errs = append(errs, errFleetNil)
 	}
+	errs = append(errs, o.toolsErrs...)
 	if len(o.title) > 200 {
 		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
 	}
@@ -134,21 +179,47 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	if o.logger == nil {
 		o.logger = slog.Default()
 	}
-	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}, ring: history{limit: o.history}}
+	h := &Handler{reg: reg, o: o, closed: make(chan struct{}), streams: map[chan struct{}]struct{}{}, ring: history{limit: o.history},
+		series: map[registry.Key]*series{}, sampled: make(chan struct{})}
 	h.actions.refusedLog = loglimit.New(time.Minute, 1)
 	if o.actions {
 		h.token = sha256.Sum256([]byte(o.token))
 		h.o.token = ""
 	}
 	h.unsubscribe = reg.Subscribe(h.observe)
+	h.sample()
+	go h.sampler()
 	return h, nil
 }
 
-// Close unsubscribes from the registry and ends every open event stream.
+// sampler samples the registry's counters about once a second (real
+// time; the series are stamped with the registry's clock) until Close.
+func (h *Handler) sampler() {
+	defer close(h.sampled)
+	t := time.NewTicker(sampleEvery)
+	defer t.Stop()
+	for {
+		select {
+		case <-h.closed:
+			return
+		case <-t.C:
+			h.sample()
+		}
+	}
+}
+
+// Close unsubscribes from the registry, ends every open event stream and
+// stops sampling (and the latency sampling it switched on).
 func (h *Handler) Close() error {
 	h.closeOnce.Do(func() {
 		h.unsubscribe()
 		close(h.closed)
+		<-h.sampled
+		h.rmu.Lock()
+		for _, s := range h.series {
+			s.b.SampleLatency(0)
+		}
+		h.rmu.Unlock()
 	})
 	return nil
 }

@@ -17,6 +17,7 @@
 //
 //	go run ./samples/failover          # offline
 //	go run ./samples/failover -logs    # also print the structured log lines (stderr)
+//	go run ./samples/failover -scenario partial-429   # a partial 429 storm, throttling off and on
 package main
 
 import (
@@ -56,6 +57,7 @@ const (
 func main() {
 	offline := flag.Bool("offline", os.Getenv("GOOGLE_API_KEY") == "", "use fake endpoints on 127.0.0.1 (default unless GOOGLE_API_KEY is set)")
 	showLogs := flag.Bool("logs", false, "print adkbreaker's structured log lines on stderr")
+	scenario := flag.String("scenario", "story", "story (an outage, a retry hint, a recovery) or partial-429 (a rate-limit storm on a third of the calls, throttling off and on; offline)")
 	flag.Parse()
 	var logger *slog.Logger
 	if *showLogs {
@@ -65,9 +67,14 @@ func main() {
 	}
 	ctx := context.Background()
 	var err error
-	if *offline {
+	switch {
+	case *scenario == "partial-429":
+		err = runPartial429(ctx)
+	case *scenario != "story":
+		err = fmt.Errorf("unknown -scenario %q (want story or partial-429)", *scenario)
+	case *offline:
 		err = runOffline(ctx, logger)
-	} else {
+	default:
 		err = runOnline(ctx, logger)
 	}
 	if err != nil {

@@ -5,9 +5,11 @@
 //
 //	go run ./samples/incident -mode hang [-svg incident-hang.svg]
 //	go run ./samples/incident -mode fast [-svg incident-fast.svg]
+//	go run ./samples/incident -mode hang -healthy 200ms
+//	go run ./samples/incident -scenario healthy-tail
 //
 // Fifteen simulated minutes; a new user turn every 100 ms; the enrichment
-// API is down from minute 3 to minute 12, hanging until the tool's 5 s
+// API (answering in 50 ms, or -healthy, when up) is down from minute 3 to minute 12, hanging until the tool's 5 s
 // timeout (-mode hang) or answering 503 in 20 ms (-mode fast). A scripted
 // model retries a failed tool up to three times per turn unless told firmly
 // not to. The same traffic runs through four variants — no breaker, ADK's
@@ -27,23 +29,38 @@ import (
 	"io"
 	"os"
 	"runtime/debug"
+	"time"
 )
 
 func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
+	healthy := flag.Duration("healthy", healthyLatency, "the dependency's latency when it is up")
+	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode) or "healthy-tail" (the false-trip benchmark)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
 	// collector saves about a tenth of its CPU for a few MB more heap.
 	debug.SetGCPercent(400)
-	if err := mainErr(os.Stdout, *mode, *svg); err != nil {
+	var err error
+	switch *scenario {
+	case "incident":
+		err = mainErr(os.Stdout, *mode, *healthy, *svg)
+	case "healthy-tail":
+		var rs []tailResult
+		if rs, err = runTails(tailCalls); err == nil {
+			reportTails(os.Stdout, rs)
+		}
+	default:
+		err = fmt.Errorf("-scenario must be \"incident\" or \"healthy-tail\", got %q", *scenario)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "incident:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(w io.Writer, mode, svgPath string) error {
-	results, err := runAll(mode, variants)
+func mainErr(w io.Writer, mode string, healthy time.Duration, svgPath string) error {
+	results, err := runAll(mode, healthy, variants)
 	if err != nil {
 		return err
 	}
@@ -52,6 +69,6 @@ func mainErr(w io.Writer, mode, svgPath string) error {
 			return err
 		}
 	}
-	report(w, mode, results)
+	report(w, mode, healthy, results)
 	return nil
 }

@@ -38,7 +38,7 @@ const (
 	turnEvery      = 100 * time.Millisecond
 	outageFrom     = 3 * time.Minute
 	outageTo       = 12 * time.Minute
-	healthyLatency = 50 * time.Millisecond
+	healthyLatency = 50 * time.Millisecond // the default of -healthy
 	callTimeout    = 5 * time.Second       // the tool's client timeout (hang mode waits for it)
 	fastFailure    = 20 * time.Millisecond // mode fast: 503 after this
 	modelRetries   = 3                     // the model retries a failed tool up to this many times per turn
@@ -136,6 +136,7 @@ type turnKey struct{}
 type depStats struct {
 	calls      int       // every call that reached it
 	deadCalls  int       // calls that arrived while it was down (probes included)
+	preTrip    int       // of those, the calls that arrived while its breaker was closed
 	probes     int       // calls that arrived while its breaker was half-open
 	healthHits int       // health checks (none in this version of the sample)
 	inflight   int       // now
@@ -144,15 +145,16 @@ type depStats struct {
 	perBucket  []int     // calls per 10 s
 }
 
-// dependencySim is the enrichment API: healthy (50 ms), or down from minute 3
+// dependencySim is the enrichment API: healthy (50 ms, or -healthy), or down from minute 3
 // to minute 12, when it either hangs until the caller's 5 s timeout (mode
 // hang) or answers 503 in 20 ms (mode fast).
 type dependencySim struct {
-	s    *sim
-	mode string
-	reg  *registry.Registry
-	mu   sync.Mutex
-	st   depStats
+	s       *sim
+	mode    string
+	healthy time.Duration // latency when up
+	reg     *registry.Registry
+	mu      sync.Mutex
+	st      depStats
 }
 
 func (d *dependencySim) call(context.Context) (map[string]any, error) {
@@ -161,12 +163,19 @@ func (d *dependencySim) call(context.Context) (map[string]any, error) {
 	d.mu.Lock()
 	d.st.calls++
 	d.st.perBucket[min(int(at/bucket), len(d.st.perBucket)-1)]++
+	state := registry.StateClosed // no breaker: every call is a closed one
+	if d.reg != nil {
+		if b, ok := d.reg.Lookup(dependency); ok {
+			state = b.State()
+		}
+	}
+	if state == registry.StateHalfOpen {
+		d.st.probes++
+	}
 	if down {
 		d.st.deadCalls++
-	}
-	if d.reg != nil {
-		if b, ok := d.reg.Lookup(dependency); ok && b.State() == registry.StateHalfOpen {
-			d.st.probes++
+		if state == registry.StateClosed {
+			d.st.preTrip++
 		}
 	}
 	d.st.inflight++
@@ -179,7 +188,7 @@ func (d *dependencySim) call(context.Context) (map[string]any, error) {
 	}()
 	switch {
 	case !down:
-		d.s.Sleep(healthyLatency)
+		d.s.Sleep(d.healthy)
 		d.mu.Lock()
 		if at >= outageTo && d.st.firstOK.IsZero() {
 			d.st.firstOK = epoch.Add(at)
@@ -266,15 +275,16 @@ func isPayload(m map[string]any) bool {
 	return ok
 }
 
-// run plays the incident once for one variant.
-func run(mode string, v variant) (*result, error) {
+// run plays the incident once for one variant, the dependency answering in
+// healthy when it is up.
+func run(mode string, healthy time.Duration, v variant) (*result, error) {
 	s := newSim()
 	plugins, reg, err := v.plugins(s)
 	if err != nil {
 		return nil, err
 	}
 	res := &result{variant: v.name}
-	dep := &dependencySim{s: s, mode: mode, reg: reg, st: depStats{perBucket: make([]int, int(simulated/bucket))}}
+	dep := &dependencySim{s: s, mode: mode, healthy: healthy, reg: reg, st: depStats{perBucket: make([]int, int(simulated/bucket))}}
 	var mu sync.Mutex
 	type enrichArgs struct {
 		Company string `json:"company"`
@@ -328,17 +338,23 @@ func turn(s *sim, r *runner.Runner, svc session.Service, i int, ts *turnStats) {
 // errUnknownMode is returned for a -mode other than hang or fast.
 var errUnknownMode = errors.New(`-mode must be "hang" or "fast"`)
 
+// errHealthy is returned for a -healthy outside (0, the call timeout).
+var errHealthy = fmt.Errorf("-healthy must be above 0 and below the call timeout (%s)", callTimeout)
+
 // runAll plays the incident for the variants vs, in parallel (each has its
 // own virtual clock; results do not depend on scheduling).
-func runAll(mode string, vs []variant) ([]*result, error) {
+func runAll(mode string, healthy time.Duration, vs []variant) ([]*result, error) {
 	if mode != "hang" && mode != "fast" {
 		return nil, errUnknownMode
+	}
+	if healthy <= 0 || healthy >= callTimeout {
+		return nil, errHealthy
 	}
 	out := make([]*result, len(vs))
 	errs := make([]error, len(vs))
 	var wg sync.WaitGroup
 	for i, v := range vs {
-		wg.Go(func() { out[i], errs[i] = run(mode, v) })
+		wg.Go(func() { out[i], errs[i] = run(mode, healthy, v) })
 	}
 	wg.Wait()
 	return out, errors.Join(slices.DeleteFunc(errs, func(e error) bool { return e == nil })...)

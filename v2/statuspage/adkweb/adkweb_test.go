@@ -4,8 +4,10 @@ package adkweb_test
 
 import (
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 
@@ -59,6 +61,17 @@ func TestMountsBesideADKRoutes(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != 200 || resp.Request.URL.Path != "/ops/breakers/" {
 		t.Errorf("GET /ops/breakers ended at %s with %d", resp.Request.URL.Path, resp.StatusCode)
+	}
+	resp, err = http.Get(srv.URL + "/ops/breakers/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	csp := resp.Header.Get("Content-Security-Policy")
+	nonce, ok := strings.CutPrefix(regexp.MustCompile(`script-src 'nonce-[^']+'`).FindString(csp), "script-src 'nonce-")
+	if strings.Contains(csp, "unsafe-inline") || !ok || !strings.Contains(string(body), `<script nonce="`+strings.TrimSuffix(nonce, "'")+`">`) {
+		t.Errorf("the page through the sublauncher: CSP %q does not admit its script by nonce alone", csp)
 	}
 	var msg string
 	sl.UserMessage("http://localhost:8080", func(v ...any) { msg = v[0].(string) })

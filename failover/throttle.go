@@ -1,0 +1,211 @@
+package failover
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// Throttle configures client-side adaptive throttling of one endpoint
+// (Endpoint.Throttle), after Google SRE's "Handling Overload": over a
+// trailing Window the Model counts the calls it meant to send to the
+// endpoint (requests) and those the endpoint accepted (accepts: every
+// answer that is not a rate-limit refusal), and sends a call straight to
+// the next endpoint, without calling this one, with probability
+//
+//	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability.
+//
+// Under a partial 429 storm (the endpoint accepts a share of what it is
+// sent) a proportional share of calls goes to the fallback at once instead
+// of paying a 429 round trip first, and the endpoint keeps answering the
+// share it can. Shed calls never reach the endpoint's breaker: they are not
+// failures, and a storm that is not an outage never opens it. A call is
+// shed only while the breaker is closed and a later endpoint of the chain
+// can be tried now; the breaker keeps its job for outages (an endpoint that
+// refuses every call it is sent, or fails otherwise).
+//
+// Only rate-limit answers (429, including an exhausted quota) count as
+// refusals: a 5xx, a timeout or a transport error counts as accepted, so
+// the throttle never hides an outage from the breaker.
+//
+// The zero Throttle is the defaults. See docs/failover.md for the measured
+// effect and the choice of K.
+type Throttle struct {
+	// K is how many times the accepted calls the endpoint may be sent.
+	// Above 1 the endpoint keeps seeing more than it accepted, which is how
+	// the throttle notices it recover; the closer to 1, the fewer calls pay
+	// a 429 round trip under a storm. If 0, DefaultThrottleK. In (1, 10].
+	K float64
+	// Window is the trailing window over which requests and accepts are
+	// counted, in ten buckets. If 0, DefaultThrottleWindow. In [1s, 1h].
+	Window time.Duration
+	// MaxRejectProbability caps the probability of shedding a call, so the
+	// endpoint always sees some calls: under sustained exhaustion those
+	// open its breaker (RetryHintFailures). If 0,
+	// DefaultThrottleMaxRejectProbability. In (0, 1].
+	MaxRejectProbability float64
+}
+
+// Throttle defaults.
+const (
+	// DefaultThrottleK is Throttle.K's default. Google SRE suggests 2 for
+	// a backend whose clients have nowhere else to go; with a fallback
+	// endpoint a shed call is served at once, so the default is lower: at
+	// K 2 nothing is shed until more than half of the calls are refused,
+	// at 1.2 from a sixth on.
+	DefaultThrottleK = 1.2
+	// DefaultThrottleWindow is Throttle.Window's default.
+	DefaultThrottleWindow = 30 * time.Second
+	// DefaultThrottleMaxRejectProbability is Throttle.MaxRejectProbability's
+	// default.
+	DefaultThrottleMaxRejectProbability = 0.9
+)
+
+const throttleBuckets = 10
+
+func (t Throttle) validate(p string) []error {
+	var errs []error
+	if t.K != 0 && !(t.K > 1 && t.K <= 10) {
+		errs = append(errs, fmt.Errorf("%s.k: must be in (1, 10], got %v (at 1 or below the throttle never notices the endpoint recover)", p, t.K))
+	}
+	if t.Window != 0 && (t.Window < time.Second || t.Window > time.Hour) {
+		errs = append(errs, fmt.Errorf("%s.window: must be in [1s, 1h], got %s", p, t.Window))
+	}
+	if t.MaxRejectProbability != 0 && !(t.MaxRejectProbability > 0 && t.MaxRejectProbability <= 1) {
+		errs = append(errs, fmt.Errorf("%s.max_reject_probability: must be in (0, 1], got %v", p, t.MaxRejectProbability))
+	}
+	return errs
+}
+
+// throttle is one endpoint's adaptive throttle: requests and accepts in a
+// ring of buckets over the trailing window.
+type throttle struct {
+	k, maxP float64
+	bucket  time.Duration
+	random  func() float64
+
+	mu    sync.Mutex
+	slot  [throttleBuckets]int64 // bucket number (time / bucket) each slot holds
+	req   [throttleBuckets]float64
+	acc   [throttleBuckets]float64
+	shed  atomic.Uint64
+	lastP atomic.Uint64 // math.Float64bits of the last probability computed
+}
+
+func newThrottle(t Throttle, random func() float64) *throttle {
+	th := &throttle{k: t.K, maxP: t.MaxRejectProbability, random: random}
+	if th.k == 0 {
+		th.k = DefaultThrottleK
+	}
+	if th.maxP == 0 {
+		th.maxP = DefaultThrottleMaxRejectProbability
+	}
+	w := t.Window
+	if w == 0 {
+		w = DefaultThrottleWindow
+	}
+	th.bucket = w / throttleBuckets
+	if th.random == nil {
+		th.random = rand.Float64
+	}
+	for i := range th.slot {
+		th.slot[i] = math.MinInt64
+	}
+	return th
+}
+
+// cur returns the ring index for now, clearing a slot that held an older
+// bucket. Caller holds mu.
+func (th *throttle) cur(now time.Time) int {
+	n := now.UnixNano() / int64(th.bucket)
+	i := int(uint64(n) % throttleBuckets)
+	if th.slot[i] != n {
+		th.slot[i], th.req[i], th.acc[i] = n, 0, 0
+	}
+	return i
+}
+
+// probLocked is the reject probability over the buckets of the trailing
+// window ending at bucket number n. Caller holds mu.
+func (th *throttle) probLocked(n int64) float64 {
+	var req, acc float64
+	for i := range th.slot {
+		if s := th.slot[i]; s > n-throttleBuckets && s <= n {
+			req += th.req[i]
+			acc += th.acc[i]
+		}
+	}
+	p := max(0, (req-th.k*acc)/(req+1))
+	return min(p, th.maxP)
+}
+
+// admit counts a request and reports whether to send it (false: shed).
+func (th *throttle) admit(now time.Time) bool {
+	th.mu.Lock()
+	i := th.cur(now)
+	p := th.probLocked(th.slot[i])
+	th.lastP.Store(math.Float64bits(p))
+	th.req[i]++
+	send := p <= 0 || th.random() >= p
+	th.mu.Unlock()
+	if !send {
+		th.shed.Add(1)
+	}
+	return send
+}
+
+// unsend takes back the request of a call admit let through that was not
+// sent after all (its breaker refused it).
+func (th *throttle) unsend(now time.Time) {
+	th.mu.Lock()
+	if i := th.cur(now); th.req[i] > 0 {
+		th.req[i]--
+	}
+	th.mu.Unlock()
+}
+
+// accepted counts a sent call the endpoint did not refuse for its rate.
+func (th *throttle) accepted(now time.Time) {
+	th.mu.Lock()
+	th.acc[th.cur(now)]++
+	th.mu.Unlock()
+}
+
+// probability is the reject probability a call would meet now.
+func (th *throttle) probability(now time.Time) float64 {
+	th.mu.Lock()
+	defer th.mu.Unlock()
+	n := now.UnixNano() / int64(th.bucket)
+	p := th.probLocked(n)
+	th.lastP.Store(math.Float64bits(p))
+	return p
+}
+
+// ThrottleStatus is a point-in-time view of one endpoint's throttle.
+type ThrottleStatus struct {
+	// RejectProbability is the probability that a call arriving now is sent
+	// straight to the next endpoint.
+	RejectProbability float64
+	// Rejections counts the calls shed since the Model was built.
+	Rejections uint64
+}
+
+// WithThrottleRandom sets the random source of every endpoint's throttle:
+// uniformly distributed numbers in [0, 1), called with the throttle's lock
+// held (so a seeded math/rand source needs no lock of its own). Default
+// math/rand/v2's Float64. Tests and simulations seed it.
+func WithThrottleRandom(f func() float64) Option {
+	return optionFunc(func(s *settings) {
+		if f == nil {
+			s.errs = append(s.errs, errors.New("throttle random: must not be nil"))
+			return
+		}
+		s.random = f
+	})
+}
+
+var errThrottleLast = errors.New("the last endpoint has no next endpoint to send shed calls to")
