@@ -60,6 +60,17 @@
 // half-open probe without deciding. Handler.Guard guards tools explicitly,
 // for agents whose callbacks do not include BeforeModel.
 //
+// # Repeated calls
+//
+// BeforeTool counts every call by (invocation, tool, canonical arguments):
+// the Config.RepeatLimit-th identical call (default 3) is answered with
+// degrade.RepeatNote instead of running, the next one escalates and the
+// following model call is answered with a final answer
+// (TurnEndRepeatedCall). Successes, failures and short-circuits count alike.
+// The counts live in a fixed lock-free table per handler: nothing to release
+// per invocation, no allocation per call. NoRepeatLimit opts a tool out
+// (Config.ToolRepeatLimits) or a dependency (Dependency.RepeatLimit).
+//
 // # Classification
 //
 // Classify decides what counts against a dependency: transport errors,

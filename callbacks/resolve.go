@@ -51,6 +51,9 @@ type resolver struct {
 	deps     map[registry.Key]Dependency
 	limit    int
 	maxCache int
+	// repeatDefault and repeatTools resolve binding.repeat (repeat.go).
+	repeatDefault int
+	repeatTools   map[string]int
 
 	mu sync.Mutex
 	// byName caches tools without a DependencyKey (one string to hash on the
@@ -90,6 +93,8 @@ type binding struct {
 	lastGood *lastGoodCache
 	// callTimeout is the breaker policy's CallTimeout (guarded tools).
 	callTimeout time.Duration
+	// repeat is the repeated-call guard's N for the tool; 0: off.
+	repeat int
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
@@ -215,6 +220,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		return b
 	}
 	b := &binding{tool: k.name}
+	depRepeat := 0
 	if key, ok := r.keyFor(k); ok {
 		b.key = key
 		br, err := r.reg.Get(key)
@@ -228,12 +234,14 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 			b.callTimeout = br.Policy().CallTimeout
 		}
 		dep := r.deps[key]
+		depRepeat = dep.RepeatLimit
 		b.classify = dep.Classify
 		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
 		if dep.CacheLastGood {
 			b.lastGood = newLastGoodCache(dep.LastGoodEntries)
 		}
 	}
+	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)
 		if cur := r.few.Load(); cur == nil || len(*cur) < fewNames {

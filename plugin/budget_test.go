@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,11 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
-// loopForever is a model that never stops calling get_invoice.
-func loopForever(*model.LLMRequest) *model.LLMResponse {
-	return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}})
+// loopForever is a model that never stops calling get_invoice, a new
+// invoice each time (the same one again would be the repeated-call guard's,
+// see repeat_test.go).
+func loopForever(req *model.LLMRequest) *model.LLMResponse {
+	return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": strconv.Itoa(len(req.Contents))}})
 }
 
 // endedBy returns the reason the plugin gave for ending the turn, from the

@@ -226,6 +226,7 @@ func (s *settings) applyFile(f *config.File) {
 	if d.RemoveUnavailable {
 		s.cb.RemoveUnavailable = true
 	}
+	s.applyRepeatLimits(f) // repeat.go
 	if d.UnmappedTools == "pass_through" {
 		s.cb.Unmapped = callbacks.PassThrough
 	}
