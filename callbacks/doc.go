@@ -45,6 +45,9 @@
 //     escalate on exits on that answer instead of spinning.
 //     BeforeModel also replaces each protected function tool of the request
 //     by a GuardedTool (Config.NoAutoGuard turns that off).
+//     A GuardedTool runs with the turn's deadline (MaxTurnDuration) in its
+//     context: a call the deadline cuts is excluded and answered with
+//     degrade.TurnDeadlineNote, and the turn ends.
 //
 // # Only a real execution counts
 //

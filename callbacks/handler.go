@@ -102,7 +102,10 @@ type Config struct {
 	// registry's clock from the start of the run (BeforeRun; from the first
 	// model call when the handler is used without BeforeRun): the first model
 	// call at or after it is answered by BeforeModel with a final answer. A
-	// tool call already running is not interrupted. If 0, no limit.
+	// guarded tool call runs with the turn's deadline in its context: one
+	// still running when the time is up is cancelled, excluded (never
+	// charged to its dependency) and answered with degrade.TurnDeadlineNote,
+	// and the turn ends. Unguarded calls are not interrupted. If 0, no limit.
 	MaxTurnDuration time.Duration
 	// RemoveUnavailable removes the declarations of tools whose dependency is
 	// open from the model request, instead of marking them unavailable.
