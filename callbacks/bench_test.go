@@ -87,6 +87,19 @@ func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
 	return h
 }
 
+// newHandlerNoRepeat is newHandler with the repeated-call guard off.
+func newHandlerNoRepeat(b testing.TB) *callbacks.Handler {
+	reg, err := registry.New(registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := callbacks.New(callbacks.Config{Registry: reg, TurnLimit: 1 << 30, RepeatLimit: callbacks.NoRepeatLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
 // containedPolicy is issue 7's benchmark configuration: a bulkhead of 20
 // and a fixed 1s in-flight slowness threshold.
 var containedPolicy = registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}
@@ -149,15 +162,22 @@ func BenchmarkToolPath(b *testing.B) {
 	// outcome) around a no-op tool, and AfterTool.
 	// closed-guarded-contained is the same with a bulkhead of 20 and a
 	// fixed 1s in-flight slowness threshold.
+	// closed-guarded-norepeat is closed-guarded with the repeated-call
+	// guard off: the difference is the guard's cost per call.
 	for _, c := range []struct {
-		name string
-		opts []registry.Option
+		name     string
+		opts     []registry.Option
+		noRepeat bool
 	}{
-		{"closed-guarded", nil},
-		{"closed-guarded-contained", []registry.Option{registry.WithDefaultPolicy(containedPolicy)}},
+		{"closed-guarded", nil, false},
+		{"closed-guarded-contained", []registry.Option{registry.WithDefaultPolicy(containedPolicy)}, false},
+		{"closed-guarded-norepeat", nil, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h := newHandler(b, c.opts...)
+			if c.noRepeat {
+				h = newHandlerNoRepeat(b)
+			}
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 			gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 			b.ReportAllocs()

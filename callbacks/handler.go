@@ -5,7 +5,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"hash/maphash"
 	"log/slog"
 	"maps"
 	"reflect"
@@ -269,7 +268,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.res = res
 	if res.repeatDefault > 0 || len(cfg.ToolRepeatLimits) > 0 || anyRepeatLimit(cfg.Dependencies) {
-		h.repeats = &repeatTable{seed: maphash.MakeSeed()}
+		h.repeats = &repeatTable{}
 	}
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go

@@ -32,6 +32,8 @@ func TestPairedToolPath(t *testing.T) {
 	hContained := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
 	hGuarded := newHandler(t)
 	gt := hGuarded.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+	hGuardedOff := newHandlerNoRepeat(t) // the repeated-call guard off
+	gto := hGuardedOff.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hGuardedC := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
 	gtc := hGuardedC.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hOpen := newHandler(t)
@@ -87,6 +89,15 @@ func TestPairedToolPath(t *testing.T) {
 				hGuarded.BeforeTool(ctx, gt, nil)
 				res, err := gt.Run(ctx, nil)
 				hGuarded.AfterTool(ctx, gt, nil, res, err)
+			}
+		}},
+		{"closed, guarded, no rep.", func() { // the same without the repeated-call guard
+			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
+				hGuardedOff.BeforeTool(ctx, gto, nil)
+				res, err := gto.Run(ctx, nil)
+				hGuardedOff.AfterTool(ctx, gto, nil, res, err)
 			}
 		}},
 		{"closed, guarded+cont.", func() { // the same with a bulkhead and a fixed slowness threshold

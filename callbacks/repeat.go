@@ -97,7 +97,6 @@ func repeatLimitOf(def int, tools map[string]int, dep int, tool string) int {
 // errs, if ever, by forgetting a count under heavy load (a bucket
 // overwritten between two repeats), never by stopping different calls.
 type repeatTable struct {
-	seed  maphash.Seed
 	slots [repeatSlots]atomic.Uint64
 }
 
@@ -181,7 +180,7 @@ func (e *repeatEnds) len() int { return int(e.n.Load()) }
 // limit (nil otherwise).
 func (h *Handler) checkRepeat(ctx agent.ToolContext, bd *binding, args map[string]any) map[string]any {
 	inv := ctx.InvocationID()
-	hs := callHash(h.repeats.seed, inv, bd.tool, args)
+	hs := callHash(inv, bd.toolHash, args)
 	n := h.repeats.add(hs)
 	if n < bd.repeat {
 		return nil
@@ -226,23 +225,28 @@ const (
 	tagOther
 )
 
-func callHash(seed maphash.Seed, inv, tool string, args map[string]any) uint64 {
-	h := mix(maphash.String(seed, inv))
-	h = mix(h ^ maphash.String(seed, tool))
+// callHash hashes a call; toolHash is toolHash(tool), kept in the binding.
+func callHash(inv string, toolHash uint64, args map[string]any) uint64 {
+	h := maphash.String(hashSeed, inv) ^ toolHash
 	if len(args) == 0 {
 		return mix(h ^ tagMap)
 	}
-	return mix(h ^ hashValue(seed, args, 0))
+	return mix(h ^ hashValue(hashSeed, args, 0))
 }
+
+// toolHash is the hash of a tool's name in callHash.
+func toolHash(name string) uint64 { return rotl(mix(maphash.String(hashSeed, name) ^ tagString)) }
 
 // ArgsHash returns the canonical hash of a call's arguments that the
-// repeated-call guard uses (with a fixed seed): equal for arguments that
+// repeated-call guard uses (the process's seed): equal for arguments that
 // differ only in key order or number form. For tests and tools.
 func ArgsHash(args map[string]any) uint64 {
-	return hashValue(fixedSeed, args, 0)
+	return hashValue(hashSeed, args, 0)
 }
 
-var fixedSeed = maphash.MakeSeed()
+// hashSeed is the process's seed of every hash here: random, so that
+// nobody outside can choose arguments that collide.
+var hashSeed = maphash.MakeSeed()
 
 // maxHashDepth bounds recursion; deeper values hash by their JSON text.
 const maxHashDepth = 64

@@ -93,8 +93,10 @@ type binding struct {
 	lastGood *lastGoodCache
 	// callTimeout is the breaker policy's CallTimeout (guarded tools).
 	callTimeout time.Duration
-	// repeat is the repeated-call guard's N for the tool; 0: off.
-	repeat int
+	// repeat is the repeated-call guard's N for the tool (0: off), and
+	// toolHash its name's hash there (repeat.go).
+	repeat   int
+	toolHash uint64
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
@@ -242,6 +244,9 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		}
 	}
 	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)
+	if b.repeat > 0 {
+		b.toolHash = toolHash(k.name)
+	}
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)
 		if cur := r.few.Load(); cur == nil || len(*cur) < fewNames {
