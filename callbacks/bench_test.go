@@ -100,7 +100,7 @@ func newHandlerNoRepeat(b testing.TB) *callbacks.Handler {
 	return h
 }
 
-// containedPolicy is issue 7's benchmark configuration: a bulkhead of 20
+// containedPolicy is the containment benchmark's configuration: a bulkhead of 20
 // and a fixed 1s in-flight slowness threshold.
 var containedPolicy = registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}
 

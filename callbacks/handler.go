@@ -26,7 +26,9 @@ import (
 // Dependency holds per-dependency options of the callbacks.
 type Dependency struct {
 	// Alternatives are tool names the model may use instead; they are listed
-	// in the unavailable payload.
+	// in the unavailable payload. One that is not among the tools of a model
+	// request declaring a tool of the dependency is logged once (WARN) and
+	// still offered: see altCheck.
 	Alternatives []string `json:"alternatives,omitempty" yaml:"alternatives,omitempty"`
 	// CacheLastGood keeps recent successful results (per tool and arguments)
 	// and offers the matching one, with its age, in the unavailable payload.
@@ -108,6 +110,9 @@ type Config struct {
 	MaxTurnDuration time.Duration
 	// RemoveUnavailable removes the declarations of tools whose dependency is
 	// open from the model request, instead of marking them unavailable.
+	// Neither happens to a tool whose breaker is in shadow mode
+	// (registry.Policy.Shadow): shadow mode changes nothing the model reads,
+	// and a ShadowObserver is told what would have been done instead.
 	RemoveUnavailable bool
 	// MaxInvocations caps invocations with short-circuit accounting. If 0, 10000.
 	MaxInvocations int
@@ -125,7 +130,8 @@ type Config struct {
 	Logger *slog.Logger
 	// ToolNote adds a standing sentence (degrade.ToolNote) to the declared
 	// description of every protected tool in each model request, so the
-	// model knows the unavailable payload before it meets one.
+	// model knows the unavailable payload before it meets one; not to a
+	// tool whose breaker is in shadow mode, which never sends the payload.
 	ToolNote bool
 	// NoAutoGuard stops BeforeModel from replacing the request's protected
 	// function tools by GuardedTools. Without a GuardedTool the handler
@@ -182,6 +188,7 @@ type Handler struct {
 
 	repeats     *repeatTable // repeat.go
 	repeatEnded repeatEnds
+	alts        *altCheck // alternatives.go
 }
 
 // New returns a Handler. Invalid configuration returns one error listing
@@ -270,6 +277,7 @@ func New(cfg Config) (*Handler, error) {
 	if res.repeatDefault > 0 || len(cfg.ToolRepeatLimits) > 0 || anyRepeatLimit(cfg.Dependencies) {
 		h.repeats = &repeatTable{}
 	}
+	h.alts = newAltCheck(cfg.Dependencies)
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
 	h.callObs, _ = h.obs.(CallObserver)
@@ -637,6 +645,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 	if h.autoGuard && req != nil && len(req.Tools) > 0 {
 		h.guardRequest(req)
 	}
+	if req != nil && h.alts.left.Load() != 0 {
+		h.checkAlternatives(ctx, ctx.AgentName(), req) // alternatives.go
+	}
 	if req != nil {
 		for _, g := range h.guards {
 			if down, ra := g.ModelUnavailable(req.Model); down {
@@ -656,7 +667,7 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 	if req == nil || req.Config == nil || !h.reg.AnyUnavailable() {
 		return nil, nil
 	}
-	h.annotate(req)
+	h.annotate(ctx, inv, req)
 	return nil, nil
 }
 
@@ -698,8 +709,10 @@ func finalResponse(text, reason string) *model.LLMResponse {
 
 // annotate rewrites the request's function declarations for tools whose
 // dependency is unavailable. Declarations are cloned: a tool may hand out the
-// same declaration to every request.
-func (h *Handler) annotate(req *model.LLMRequest) {
+// same declaration to every request. A tool whose breaker is in shadow mode
+// is left as it is (shadow mode changes nothing the model reads); what
+// would have been done to it is reported to a ShadowObserver instead.
+func (h *Handler) annotate(ctx context.Context, inv string, req *model.LLMRequest) {
 	for ti, gt := range req.Config.Tools {
 		if gt == nil || len(gt.FunctionDeclarations) == 0 {
 			continue
@@ -707,7 +720,15 @@ func (h *Handler) annotate(req *model.LLMRequest) {
 		var decls []*genai.FunctionDeclaration
 		changed := false
 		for i, fd := range gt.FunctionDeclarations {
-			ra, down := h.unavailable(req, fd)
+			bd, ra, down := h.unavailable(req, fd)
+			if down && bd.shadow {
+				if so, ok := h.obs.(ShadowObserver); ok {
+					so.ShadowAnnotation(ctx, ShadowAnnotationEvent{
+						Dependency: bd.key, Tool: bd.tool, Removed: h.remove, RetryAfter: ra, InvocationID: inv,
+					})
+				}
+				down = false
+			}
 			if !down {
 				if changed {
 					decls = append(decls, fd)
@@ -740,27 +761,29 @@ func (h *Handler) annotate(req *model.LLMRequest) {
 	}
 }
 
-func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclaration) (time.Duration, bool) {
+// unavailable reports whether the declared tool fd's breaker would refuse
+// a call now, with its binding and retry time.
+func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclaration) (*binding, time.Duration, bool) {
 	if fd == nil {
-		return 0, false
+		return nil, 0, false
 	}
 	t, ok := req.Tools[fd.Name].(tool.Tool)
 	if !ok {
-		return 0, false
+		return nil, 0, false
 	}
 	bd := h.res.lookupTool(t)
 	if bd == nil || bd.br == nil {
-		return 0, false
+		return nil, 0, false
 	}
 	st := bd.br.State()
 	if st == registry.StateClosed {
-		return 0, false
+		return nil, 0, false
 	}
 	ra := bd.br.RetryAfter()
 	if ra <= 0 {
-		return 0, false // a probe may go through now: offer the tool
+		return nil, 0, false // a probe may go through now: offer the tool
 	}
-	return ra, true
+	return bd, ra, true
 }
 
 // Pending returns how many admitted tool calls await an outcome, and how many

@@ -97,6 +97,9 @@ type binding struct {
 	// toolHash its name's hash there (repeat.go).
 	repeat   int
 	toolHash uint64
+	// shadow is the breaker policy's Shadow: nothing the model reads may
+	// change because of it (see Handler.annotate).
+	shadow bool
 }
 
 func newResolver(reg *registry.Registry, maps []Mapping, deps map[registry.Key]Dependency, unmapped Unmapped, limit int) (*resolver, error) {
@@ -233,7 +236,8 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		}
 		b.br = br
 		if br != nil {
-			b.callTimeout = br.Policy().CallTimeout
+			pol := br.Policy()
+			b.callTimeout, b.shadow = pol.CallTimeout, pol.Shadow
 		}
 		dep := r.deps[key]
 		depRepeat = dep.RepeatLimit
@@ -293,20 +297,35 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 	if !ok {
 		return nil
 	}
-	return &binding{key: key, tool: k.name, br: br, callTimeout: br.Policy().CallTimeout}
+	pol := br.Policy()
+	return &binding{key: key, tool: k.name, br: br, callTimeout: pol.CallTimeout, shadow: pol.Shadow}
+}
+
+// keyOfTool returns the dependency t's calls are counted under, without
+// creating anything; false for a tool passed through unprotected.
+func (r *resolver) keyOfTool(t tool.Tool) (registry.Key, bool) {
+	k := keyOf(t)
+	if b, ok := r.cached(k); ok {
+		return b.key, b.br != nil
+	}
+	return r.keyFor(k)
 }
 
 // protection reports whether calls of t go through a breaker (or will,
 // once its breaker is created; it creates nothing), with t's binding when it
-// is cached already (nil otherwise).
-func (r *resolver) protection(t tool.Tool) (*binding, bool) {
+// is cached already (nil otherwise), and whether that breaker's policy is
+// in shadow mode.
+func (r *resolver) protection(t tool.Tool) (bd *binding, protected, shadow bool) {
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {
 		if b.br == nil {
-			return nil, false
+			return nil, false, false
 		}
-		return b, true
+		return b, true, b.shadow
 	}
-	_, ok := r.keyFor(k)
-	return nil, ok
+	key, ok := r.keyFor(k)
+	if !ok {
+		return nil, false, false
+	}
+	return nil, true, r.reg.PolicyFor(key).Shadow // a breaker's policy is the one it was created with
 }

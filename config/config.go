@@ -61,6 +61,9 @@ type Defaults struct {
 	// RemoveUnavailable removes unavailable tools' declarations instead of
 	// marking them.
 	RemoveUnavailable bool `json:"remove_unavailable,omitempty" yaml:"remove_unavailable,omitempty"`
+	// ToolNote adds the standing note (degrade.ToolNote) to every protected
+	// tool's description in each model request (breaker.WithToolNote).
+	ToolNote bool `json:"tool_note,omitempty" yaml:"tool_note,omitempty"`
 	// UnmappedTools is "protect" (default: a breaker per tool name) or
 	// "pass_through".
 	UnmappedTools string `json:"unmapped_tools,omitempty" yaml:"unmapped_tools,omitempty"`
@@ -623,9 +626,12 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 
 // RegistryOptions returns the registry options the file describes: the
 // default policy, the cap and the effective policy of every dependency and
-// MCP server that has a policy of its own.
+// MCP server that has a policy of its own. The registry also records the
+// file (registry.WithSource), so that a plugin sharing it
+// (breaker.WithRegistry) and not given the file (breaker.WithConfig) is an
+// error rather than a plugin that silently ignores the file's tools.
 func (c *File) RegistryOptions() []registry.Option {
-	opts := []registry.Option{registry.WithDefaultPolicy(c.Defaults.Policy.Registry())}
+	opts := []registry.Option{registry.WithDefaultPolicy(c.Defaults.Policy.Registry()), registry.WithSource(c)}
 	if c.Defaults.MaxBreakers > 0 {
 		opts = append(opts, registry.WithMaxBreakers(c.Defaults.MaxBreakers))
 	}

@@ -891,3 +891,23 @@ func TestTurnBudgetFields(t *testing.T) {
 		}
 	}
 }
+
+// TestToolNoteKey: defaults.tool_note is a file key (the option
+// WithToolNote's), in YAML and JSON alike, and a non-boolean is refused.
+func TestToolNoteKey(t *testing.T) {
+	for _, tc := range []struct {
+		src    string
+		format config.Format
+	}{
+		{"version: 1\ndefaults:\n  tool_note: true\n", config.YAML},
+		{`{"version": 1, "defaults": {"tool_note": true}}`, config.JSON},
+	} {
+		f, err := config.Parse([]byte(tc.src), tc.format)
+		if err != nil || !f.Defaults.ToolNote {
+			t.Errorf("%s: ToolNote = %v, err %v; want true", tc.src, f != nil && f.Defaults.ToolNote, err)
+		}
+	}
+	if _, err := config.Parse([]byte("version: 1\ndefaults:\n  tool_note: 3\n"), config.YAML); err == nil || !strings.Contains(err.Error(), "defaults.tool_note") {
+		t.Errorf("tool_note: 3: %v, want an error naming defaults.tool_note", err)
+	}
+}

@@ -11,7 +11,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// seed002 is the enrichment dependency of seed 002's incident: 50% over a
+// seed002 is the enrichment dependency of the reference incident (docs/incident.md): 50% over a
 // 20-call window, 30s cool-down, 5s timeout, bulkhead of 20, and the
 // consecutive gate off.
 const seed002YAML = `

@@ -11,7 +11,7 @@ import (
 // TestDependencyNameIsNeverAnAddress: a dependency's name is shown to the
 // model, so a URL, host:port, IP address, user@host or a name holding a
 // credential is refused, each listed with the other problems of the file,
-// and a credential is never repeated (issue 10, item 3).
+// and a credential is never repeated.
 func TestDependencyNameIsNeverAnAddress(t *testing.T) {
 	yaml := `version: 1
 defaults: {turn_limit: -1}

@@ -385,7 +385,7 @@ func BenchmarkNewBuilder(b *testing.B) {
 // TestBuildIsJSONShaped: a payload holds exactly what encoding/json gives
 // when it decodes the payload into a map[string]any, so a callback can read
 // it as a user would read decoded JSON, in process or after a session
-// store's round trip (issue 10, item 16).
+// store's round trip.
 func TestBuildIsJSONShaped(t *testing.T) {
 	b := degrade.NewBuilder("search-api", "web_search", 2, degrade.Extras{Alternatives: []string{"cached_search"}})
 	for _, lg := range []*degrade.LastGood{nil, {Result: map[string]any{"hits": []any{"a"}, "n": 2.0}, AgeSeconds: 30}} {

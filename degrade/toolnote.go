@@ -6,7 +6,7 @@ import (
 )
 
 // toolNote is the standing sentence WithToolNote adds to a protected tool's
-// description (seed 002: "the docstring is the model's only specification
+// description (the tool's description "is the model's only specification
 // of the tool"). It is fixed text, embedded like the guidance templates and
 // tested with them: short, no names, no numbers, and worded like the
 // payload it announces (status "unavailable", do not retry, tell the user).

@@ -83,7 +83,7 @@ type recSpan struct {
 func (s *recSpan) attr(k string) string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.attrs[attribute.Key(k)].Emit()
+	return s.attrs[attribute.Key(k)].String()
 }
 
 func (s *recSpan) End(...trace.SpanEndOption) { s.mu.Lock(); s.ended = true; s.mu.Unlock() }
@@ -92,7 +92,7 @@ func (s *recSpan) AddEvent(name string, opts ...trace.EventOption) {
 	var b strings.Builder
 	b.WriteString(name)
 	for _, kv := range cfg.Attributes() {
-		b.WriteString(" " + string(kv.Key) + "=" + kv.Value.Emit())
+		b.WriteString(" " + string(kv.Key) + "=" + kv.Value.String())
 	}
 	s.mu.Lock()
 	s.events = append(s.events, b.String())

@@ -53,8 +53,11 @@ func TestTripPropagatesP99(t *testing.T) {
 	}
 	p50, p99, worst := quantile(lat, 0.5), quantile(lat, 0.99), lat[len(lat)-1]
 	t.Logf("propagation over %d adoptions: p50=%v p99=%v max=%v", len(lat), p50, p99, worst)
-	if p99 > 100*time.Millisecond {
-		t.Fatalf("p99 propagation %v > 100ms", p99)
+	// The number to watch is logged above (milliseconds on an idle
+	// machine); the bound only catches propagation that fell back to the
+	// periodic resync (5 s), not a loaded machine's scheduling delays.
+	if p99 > time.Second {
+		t.Fatalf("p99 propagation %v > 1s: trips are not pushed", p99)
 	}
 	for _, r := range rs {
 		s := r.f.Stats()

@@ -9,12 +9,12 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// scale shrinks seed 002's incident in time by 100: a 30 s cool-down is
+// scale shrinks the reference incident (docs/incident.md) in time by 100: a 30 s cool-down is
 // 300 ms, a 5 s tool timeout 50 ms, one call every 2 s (20 calls fill the
-// window in 40 s, as in the seed) is one every 20 ms.
+// window in 40 s, as in the incident) is one every 20 ms.
 const scale = 100
 
-// incidentPolicy is seed 002's breaker: 50% failures over a 20-call window,
+// incidentPolicy is the reference incident's breaker: 50% failures over a 20-call window,
 // 30 s cool-down restarting after each failed probe, 5 s tool timeout.
 func incidentPolicy() registry.Policy {
 	return registry.Policy{
@@ -72,7 +72,7 @@ func incident(t *testing.T, bs []*registry.Breaker) (preTrip, dead, probes int) 
 	return preTrip, dead, probes
 }
 
-// TestIncidentFleetVersusSingleReplica: seed 002's incident with the same
+// TestIncidentFleetVersusSingleReplica: the reference incident with the same
 // traffic served by one replica, by three replicas sharing through Redis,
 // and by three replicas breaking alone. Counting every call that reached
 // the dead dependency (the calls that fill the first window, then probes

@@ -42,7 +42,8 @@ type Stats struct {
 	// reason: stale (a message older than one applied; a resync reading an
 	// older stored decision is not counted), duplicate, own (this replica's
 	// echo), malformed, unknown_dependency (no local breaker),
-	// queue_full and redis_unavailable (not published).
+	// queue_full and redis_unavailable (not published), publish_failed (Redis
+	// did not take it; the same count as PublishFailed).
 	Dropped map[string]uint64
 	// LeasesWon and LeasesLost count fleet probe leases this replica took,
 	// or found held by another replica.
@@ -91,6 +92,7 @@ func (f *Fleet) Stats() Stats {
 			"stale": c.droppedStale.Load(), "duplicate": c.droppedDuplicate.Load(), "own": c.droppedOwn.Load(),
 			"malformed": c.droppedMalformed.Load(), "unknown_dependency": c.droppedUnknown.Load(),
 			"queue_full": c.droppedQueue.Load(), "redis_unavailable": c.droppedRedis.Load(),
+			"publish_failed": c.publishFailed.Load(),
 		},
 		LeasesWon: c.leasesWon.Load(), LeasesLost: c.leasesLost.Load(),
 		Resyncs: c.resyncs.Load(), Reconnects: c.reconnects.Load(), RedisErrors: c.redisErrors.Load(),
@@ -150,7 +152,6 @@ func (f *Fleet) registerMetrics(mp metric.MeterProvider) error {
 		for reason, n := range s.Dropped {
 			o.ObserveInt64(dropped, int64(n), attr("reason", reason))
 		}
-		o.ObserveInt64(dropped, int64(s.PublishFailed), attr("reason", "publish_failed"))
 		o.ObserveInt64(leases, int64(s.LeasesWon), attr("result", "won"))
 		o.ObserveInt64(leases, int64(s.LeasesLost), attr("result", "lost"))
 		v := int64(0)

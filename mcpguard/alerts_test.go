@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adkbreaker/adkbreaker/internal/browsertest"
 	"github.com/adkbreaker/adkbreaker/mcpguard"
 )
 
@@ -69,10 +70,10 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 
-	promtool, err := exec.LookPath("promtool")
-	if err != nil || testing.Short() {
-		t.Skip("promtool is not installed, or -short: the rules are not run")
+	if testing.Short() {
+		t.Skip("-short: the rules are not run")
 	}
+	promtool := browsertest.RequireTool(t, "prometheus", "promtool")
 	for _, args := range [][]string{{"check", "rules", "mcp_alerts.yml"}, {"test", "rules", "mcp_alerts_test.yml"}} {
 		cmd := exec.CommandContext(t.Context(), promtool, args...)
 		cmd.Dir = "../dashboards"

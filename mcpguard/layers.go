@@ -7,7 +7,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// Layered timeouts (seed 002: "each outer timeout must exceed the plausible
+// Layered timeouts (the rule: "each outer timeout must exceed the plausible
 // sum of the inner ones"). An operation's budget contains its legs: a
 // reconnect and the tool list, or a reconnect and the call. A budget smaller
 // than one full attempt cuts the leg short, so the leg's own timeout never

@@ -12,7 +12,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
 )
 
-// leaks are the cases issue 10 found going through to the model: each is
+// leaks are the cases a security review found going through to the model: each is
 // text a server may send, and what of it must never be seen.
 var leaks = []struct{ text, secret string }{
 	{"key AIzaSyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q rejected", "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q"},

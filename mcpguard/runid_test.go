@@ -13,7 +13,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/mcpguard/mcpfault"
 )
 
-// TestFailureLineNamesTheRun: seed 001's failure line — which run, which
+// TestFailureLineNamesTheRun: the failure line an operator needs — which run, which
 // server, which boundary, which limit — through the real runner: a call that
 // times out is logged with the run's invocation ID.
 func TestFailureLineNamesTheRun(t *testing.T) {

@@ -248,7 +248,7 @@ func (o *reasonObserver) reasons() []degrade.Reason {
 }
 
 // TestCountWindowTripsAtTheDocumentedPoint: 50% over the last 20 calls with
-// the consecutive gate off (seed 002). Ten good calls, then the backend
+// the consecutive gate off (the reference incident's policy). Ten good calls, then the backend
 // fails: ten failures in a row do not trip it (the consecutive gate would at
 // 5); the 10th failure makes 10 of the last 20 and opens it; the 21st call
 // is refused.

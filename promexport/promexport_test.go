@@ -156,3 +156,43 @@ func TestInvalidOptionsListedTogether(t *testing.T) {
 		}
 	}
 }
+
+// TestNoEmptyScopeSchemaURL: no series on /metrics carries an empty
+// otel_scope_schema_url label (adkbreaker's scope has no schema URL); the
+// scope's name and version labels stay.
+func TestNoEmptyScopeSchemaURL(t *testing.T) {
+	exp, err := promexport.New()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer exp.Shutdown(context.Background())
+	reg := registry.MustNew()
+	h, err := breaker.NewHandler(breaker.WithRegistry(reg), breaker.WithMeterProvider(exp.MeterProvider()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer runtime.KeepAlive(h)
+	b, err := reg.Get("billing")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.Trip(time.Minute, registry.CauseRetryHint)
+	if err := reg.Flush(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(exp.Handler())
+	defer srv.Close()
+	resp, err := http.Get(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	text := string(body)
+	if strings.Contains(text, "otel_scope_schema_url") {
+		t.Errorf("/metrics carries otel_scope_schema_url:\n%s", grep(text, "adkbreaker_transitions_total"))
+	}
+	if !hasSample(text, "adkbreaker_transitions_total", `otel_scope_name="github.com/adkbreaker/adkbreaker"`, "1") {
+		t.Errorf("the scope name label is gone:\n%s", grep(text, "adkbreaker_transitions_total"))
+	}
+}

@@ -130,7 +130,7 @@ func exported(spans []sdktrace.ReadOnlySpan) string {
 	var b strings.Builder
 	kv := func(kvs []attribute.KeyValue) {
 		for _, a := range kvs {
-			fmt.Fprintf(&b, "  %s=%s\n", a.Key, a.Value.Emit())
+			fmt.Fprintf(&b, "  %s=%s\n", a.Key, a.Value.String())
 		}
 	}
 	for _, s := range spans {

@@ -69,10 +69,10 @@ func TestModes(t *testing.T) {
 		got := red.Span(s)
 		out := map[string]string{"status": got.Status().Description}
 		for _, kv := range got.Attributes() {
-			out[string(kv.Key)] = kv.Value.Emit()
+			out[string(kv.Key)] = kv.Value.String()
 		}
 		for _, kv := range got.Events()[0].Attributes {
-			out[string(kv.Key)] = kv.Value.Emit()
+			out[string(kv.Key)] = kv.Value.String()
 		}
 		if s.Attributes()[0].Value.AsString() != secret {
 			t.Fatal("the original span was modified")

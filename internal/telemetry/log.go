@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/loglimit"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -51,9 +52,34 @@ func LogTransitions(reg *registry.Registry, l *slog.Logger) (stop func()) {
 	if reg == nil || l == nil {
 		return func() {}
 	}
-	release := acquire(logWatch{reg: reg, l: l}, func() func() {
+	key := logWatch{reg: reg, l: l}
+	release := acquire(key, func() func() {
 		lim := loglimit.New(LogPeriod, LogBurst)
-		return reg.Subscribe(func(t registry.Transition) { logTransition(l, lim, t) })
+		o := &logOrder{reg: reg, opened: map[registry.Key]uint64{}, isolated: map[registry.Key]bool{}}
+		unsubscribe := reg.Subscribe(func(t registry.Transition) {
+			logTransition(l, lim, t)
+			o.transition(t)
+		})
+		// After subscribing: an opening from now on is either counted
+		// here or delivered (at worst both), never neither.
+		o.mu.Lock()
+		o.resyncLocked()
+		o.mu.Unlock()
+		orders.mu.Lock()
+		orders.m[key] = o
+		orders.mu.Unlock()
+		return func() {
+			unsubscribe()
+			orders.mu.Lock()
+			delete(orders.m, key)
+			orders.mu.Unlock()
+			o.mu.Lock()
+			ready := o.releaseLocked(true)
+			o.mu.Unlock()
+			for _, h := range ready {
+				h.emit()
+			}
+		}
 	})
 	var once sync.Once
 	return func() { once.Do(release) }
@@ -101,19 +127,25 @@ func logTransition(l *slog.Logger, lim *loglimit.Limiter, t registry.Transition)
 // dependency in an invocation (INFO), and a turn the plugin ended with its
 // own answer (WARN). Lines are rate-limited per dependency (per reason for
 // ended turns) on clock.
+//
+// A short-circuit line comes after the "breaker opened" line of the opening
+// that caused it when reg's transitions are logged to the same logger
+// (LogTransitions): see logOrder.
 type LogObserver struct {
 	l     *slog.Logger
+	reg   *registry.Registry
 	clock registry.Clock
 	lim   *loglimit.Limiter
 }
 
-// NewLogObserver returns a LogObserver logging to l; clock is the
-// registry's.
-func NewLogObserver(l *slog.Logger, clock registry.Clock) *LogObserver {
-	if clock == nil {
-		clock = registry.SystemClock()
+// NewLogObserver returns a LogObserver logging to l the failures of runs
+// whose breakers reg holds (its clock rate-limits the lines).
+func NewLogObserver(l *slog.Logger, reg *registry.Registry) *LogObserver {
+	clock := registry.SystemClock()
+	if reg != nil {
+		clock = reg.Clock()
 	}
-	return &LogObserver{l: l, clock: clock, lim: loglimit.New(LogPeriod, LogBurst)}
+	return &LogObserver{l: l, reg: reg, clock: clock, lim: loglimit.New(LogPeriod, LogBurst)}
 }
 
 // ShortCircuit logs the first short-circuit of a dependency in an
@@ -133,7 +165,16 @@ func (o *LogObserver) ShortCircuit(ctx context.Context, ev callbacks.ShortCircui
 	if ev.RetryAfter == registry.UntilReset {
 		attrs = attrs[:4] // isolated until an operator resets it: no retry time
 	}
-	o.log(ctx, string(ev.Dependency), slog.LevelInfo, LogShortCircuit, attrs...)
+	attrs, ok := o.allow(string(ev.Dependency), attrs)
+	if !ok {
+		return
+	}
+	emit := emitLater(o.l, ctx, slog.LevelInfo, LogShortCircuit, attrs)
+	if ord := orderFor(o.reg, o.l); ord != nil {
+		ord.shortCircuit(ev.Dependency, ev.Reason == degrade.ReasonIsolated, emit)
+		return
+	}
+	emit()
 }
 
 // TurnEnded logs a turn BeforeModel ended with the plugin's own answer.
@@ -148,12 +189,20 @@ func (o *LogObserver) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) 
 // log writes one line unless key's rate limit is spent, adding how many
 // lines for key were left out before it.
 func (o *LogObserver) log(ctx context.Context, key string, level slog.Level, msg string, attrs ...slog.Attr) {
+	if attrs, ok := o.allow(key, attrs); ok {
+		o.l.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
+	}
+}
+
+// allow applies key's rate limit to a line with attrs, adding how many
+// lines for key were left out before it.
+func (o *LogObserver) allow(key string, attrs []slog.Attr) ([]slog.Attr, bool) {
 	ok, suppressed := o.lim.Allow(key, o.clock.Now())
 	if !ok {
-		return
+		return nil, false
 	}
 	if suppressed > 0 {
 		attrs = append(attrs, slog.Int(LogKeySuppressed, suppressed))
 	}
-	o.l.LogAttrs(context.WithoutCancel(ctx), level, msg, attrs...)
+	return attrs, true
 }

@@ -18,6 +18,7 @@ const (
 	MetricCallDuration       = "adkbreaker.call.duration"
 	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
 	MetricLoopRepeats        = "adkbreaker.loop.repeats"
+	MetricShadowAnnotations  = "adkbreaker.shadow_annotations"
 )
 
 // Metric attribute keys. Values are bounded: dependencies come from

@@ -36,6 +36,7 @@ type Instrumentation struct {
 	turnsEnded    metric.Int64Counter
 	mismatches    metric.Int64Counter
 	repeats       metric.Int64Counter // repeat.go
+	shadowAnn     metric.Int64Counter
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
 	dropped       metric.Int64ObservableCounter
@@ -52,6 +53,7 @@ type Instrumentation struct {
 	deps       *cache[registry.Key, metric.ObserveOption]
 	callSets   *cache[registry.Key, *[5]metric.ObserveOption]
 	durSets    *cache[callKey, metric.RecordOption]
+	annSets    *cache[annKey, []metric.AddOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -89,6 +91,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
 		callSets: newCache[registry.Key, *[5]metric.ObserveOption](MaxAttributeSets),
 		durSets:  newCache[callKey, metric.RecordOption](MaxAttributeSets),
+		annSets:  newCache[annKey, []metric.AddOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error
@@ -118,6 +121,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.repeats, err = m.Int64Counter(MetricLoopRepeats, metric.WithUnit("{call}"),
 		metric.WithDescription("Tool calls the repeated-call guard answered instead of running them: the same tool with the same arguments again in one turn (action note, or end_turn for the call that ended the turn)."))
 	add(MetricLoopRepeats, err)
+	in.shadowAnn, err = m.Int64Counter(MetricShadowAnnotations, metric.WithUnit("{declaration}"),
+		metric.WithDescription("Tool declarations of model requests left unchanged because their breaker is in shadow mode: an enforcing breaker would have marked them unavailable (or removed them)."))
+	add(MetricShadowAnnotations, err)
 	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
 		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
 	add(MetricTransitionsDropped, err)

@@ -1,7 +1,7 @@
 // Command fleet runs three replicas of an agent's tool path as three
 // separate processes, each with its own registry and Redis client, sharing
 // trips and probes through one redis-server, against one flaky backend on
-// loopback. It replays seed 002's incident at 1/100 of its time scale: the
+// loopback. It replays the reference incident (docs/incident.md) at 1/100 of its time scale: the
 // backend goes down, the breakers trip (50% failures over 20 calls, counted
 // over the whole fleet: the replicas share their outcome counts), the
 // fleet sends one probe per 300 ms cool-down (30 s in the seed) until the
@@ -41,7 +41,7 @@ import (
 const (
 	replicas = 3
 	dep      = registry.Key("enrichment-api")
-	// Seed 002 at 1/100: one call every 2 s (every 20 ms), spread over the
+	// The incident at 1/100: one call every 2 s (every 20 ms), spread over the
 	// replicas; a 30 s cool-down (300 ms); a 5 s tool timeout (50 ms).
 	callEvery = 3 * 20 * time.Millisecond // per replica
 	coolDown  = 300 * time.Millisecond

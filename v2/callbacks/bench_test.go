@@ -73,7 +73,7 @@ func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
 	return h
 }
 
-// containedPolicy is issue 7's benchmark configuration: a bulkhead of 20
+// containedPolicy is the containment benchmark's configuration: a bulkhead of 20
 // and a fixed 1s in-flight slowness threshold.
 var containedPolicy = registry.Policy{OpenFor: time.Hour, MaxConcurrent: 20, SlowInFlight: time.Second}
 

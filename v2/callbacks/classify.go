@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -197,12 +196,4 @@ func APIErrorRetryDelay(api genai.APIError) time.Duration {
 		}
 	}
 	return 0
-}
-
-// describe renders an error class for logs, never for the model.
-func describe(o registry.Outcome, err error) string {
-	if err == nil {
-		return o.String()
-	}
-	return fmt.Sprintf("%s (%T)", o, err)
 }

@@ -461,7 +461,7 @@ func (h *Handler) guardRequest(req *model.LLMRequest) {
 		// Another handler's guard is guarded again: that handler's callbacks
 		// do not see this run (its Run runs the tool untracked), ours must
 		// know that the tool really ran.
-		bd, protected := h.res.protection(t)
+		bd, protected, _ := h.res.protection(t)
 		if !protected {
 			continue
 		}

@@ -52,6 +52,30 @@ type MismatchEvent struct {
 	InvocationID string
 }
 
+// ShadowObserver is implemented by Observers that also want what a breaker
+// in shadow mode (registry.Policy.Shadow) would have changed in a model
+// request, had it enforced: each request's declaration of a tool whose
+// breaker would refuse it, which an enforcing breaker marks unavailable (or
+// removes, with Config.RemoveUnavailable). Shadow mode changes nothing the
+// model reads, so this event is the only trace of it. Like MismatchObserver
+// it is found by a type assertion.
+type ShadowObserver interface {
+	ShadowAnnotation(ctx context.Context, ev ShadowAnnotationEvent)
+}
+
+// ShadowAnnotationEvent describes one tool declaration of one model request
+// that was left as it was because its breaker is in shadow mode.
+type ShadowAnnotationEvent struct {
+	Dependency registry.Key
+	Tool       string
+	// Removed is true when an enforcing breaker would have removed the
+	// declaration (Config.RemoveUnavailable), false when it would have
+	// marked it unavailable.
+	Removed      bool
+	RetryAfter   time.Duration
+	InvocationID string
+}
+
 // CallObserver is implemented by Observers that also want the duration and
 // outcome of every guarded tool call that really ran (the dashboards' call
 // latency). Like MismatchObserver it is found by a type assertion, so

@@ -11,7 +11,7 @@ import (
 )
 
 // addToolNote adds degrade.ToolNote to the description of every declared
-// tool the handler protects (Config.ToolNote). Declarations and their
+// tool the handler protects with an enforcing breaker (Config.ToolNote). Declarations and their
 // genai.Tool are cloned, never modified: a tool may hand the same
 // declaration to every request (ADK's and mcpguard's MCP tools do), and
 // modifying it would append the note once per turn. A description that
@@ -23,7 +23,7 @@ func (h *Handler) addToolNote(req *model.LLMRequest) {
 		}
 		var decls []*genai.FunctionDeclaration
 		for i, fd := range gt.FunctionDeclarations {
-			if fd == nil || !h.protects(req.Tools[fd.Name]) {
+			if fd == nil || !h.notes(req.Tools[fd.Name]) {
 				continue
 			}
 			desc := degrade.WithToolNote(fd.Description)
@@ -45,14 +45,16 @@ func (h *Handler) addToolNote(req *model.LLMRequest) {
 	}
 }
 
-// protects reports whether calls of the request tool t go through a
-// breaker (see resolver.protection): the note promises a payload only a
-// breaker sends.
-func (h *Handler) protects(t any) bool {
+// notes reports whether the request tool t gets the note: its calls go
+// through a breaker (see resolver.protection), because the note promises a
+// payload only a breaker sends, and that breaker enforces. A breaker in
+// shadow mode never sends the payload, and shadow mode changes nothing the
+// model reads.
+func (h *Handler) notes(t any) bool {
 	tt, ok := t.(tool.Tool)
 	if !ok {
 		return false
 	}
-	_, ok = h.res.protection(tt)
-	return ok
+	_, protected, shadow := h.res.protection(tt)
+	return protected && !shadow
 }

@@ -114,7 +114,7 @@ func TestCapabilityNotice(t *testing.T) {
 	if len(got) > degrade.MaxMessageBytes || !strings.Contains(got, " more. Their tools are still listed") {
 		t.Errorf("DegradedCapabilityNotice(30 long names) = %d bytes: %q", len(got), got)
 	}
-	if got := degrade.DegradedCapabilityNotice([]string{"weather‮"}); got != "Temporarily unavailable: weather. Their tools are still listed, "+
+	if got := degrade.DegradedCapabilityNotice([]string{"weather\u202e"}); got != "Temporarily unavailable: weather. Their tools are still listed, "+
 		"but calls to them may return status unavailable; if one does, do not call it again in this turn. "+
 		"Continue with the tools you have, and tell the user if part of the request cannot be done." {
 		t.Errorf("DegradedCapabilityNotice = %q", got)

@@ -574,6 +574,9 @@ func (m *Model) Status() []EndpointStatus {
 // hint or quota hold is the breaker's own open hold); zero when it may be
 // called now.
 func (ep *endpoint) wait(registry.Clock) time.Duration {
+	if ep.br.Policy().Shadow {
+		return 0 // a breaker in shadow mode refuses nothing: never a reason to skip the model
+	}
 	return ep.br.RetryAfter()
 }
 

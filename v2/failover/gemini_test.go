@@ -114,7 +114,7 @@ func (f *fakeGemini) handle(w http.ResponseWriter, r *http.Request) {
 	f.paths = append(f.paths, p)
 	f.mu.Unlock()
 	if r.Header.Get("x-goog-api-key") == "" {
-		http.Error(w, `{"error":{"code":401,"message":"no key","status":"UNAUTHENTICATED"}}`, 401)
+		http.Error(w, `{"error":{"code":401,"message":"no key","status":"UNAUTHENTICATED"}}`, http.StatusUnauthorized)
 		return
 	}
 	raw, _ := io.ReadAll(r.Body)
@@ -627,7 +627,7 @@ func TestGeminiPluginFromNew(t *testing.T) {
 // TestGeminiFirstTurnAnswersReadablyByDefault: on the first turn every
 // endpoint is still closed and fails in turn, so the plugin cannot end the
 // turn beforehand; the user still gets a readable answer, not an error,
-// unless WithErrorWhenUnavailable asks for the error (issue 10, item 14).
+// unless WithErrorWhenUnavailable asks for the error.
 func TestGeminiFirstTurnAnswersReadablyByDefault(t *testing.T) {
 	for _, keepError := range []bool{false, true} {
 		t.Run(fmt.Sprintf("error=%v", keepError), func(t *testing.T) {

@@ -5,8 +5,17 @@ package fleet
 // Status is this replica's fleet state for the status page
 // (statuspage.WithFleet(f.Status)): whether it is sharing through Redis, the
 // kind of the last Redis error (never its text), and every counter of Stats
-// by a fixed snake_case name ("dropped.<reason>" for the drops of
-// decisions, "outcomes_dropped.<reason>" for those of outcome messages).
+// by a fixed snake_case name. The names are always all present:
+//
+//	published, publish_failed, received, applied, resync_applied,
+//	leases_won, leases_lost, resyncs, reconnects, redis_errors,
+//	outcomes_published, outcomes_received, fleet_rate_trips, generation_repairs,
+//	dropped.{stale, duplicate, own, malformed, unknown_dependency, queue_full,
+//	  redis_unavailable, publish_failed},
+//	outcomes_dropped.{own, duplicate, stale, malformed, unknown_dependency,
+//	  redis_unavailable, publish_failed, over_cap, sharing_off}
+//
+// (the reasons are those of Stats.Dropped and Stats.OutcomesDropped).
 func (f *Fleet) Status() (sharing bool, lastError string, counters map[string]uint64) {
 	s := f.Stats()
 	counters = map[string]uint64{

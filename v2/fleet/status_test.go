@@ -6,12 +6,14 @@ import (
 	"encoding/json"
 	"net/http/httptest"
 	"reflect"
+	"sort"
 	"testing"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/v2/fleet"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 	"github.com/adkbreaker/adkbreaker/v2/statuspage"
+	"github.com/google/go-cmp/cmp"
 )
 
 // TestStatusPageShowsTheFleet: statuspage.WithFleet(f.Status) puts a real
@@ -77,5 +79,38 @@ func TestStatusHasEveryCounter(t *testing.T) {
 	}
 	if len(counters) != want {
 		t.Fatalf("Status has %d counters, Stats %d: %v", len(counters), want, counters)
+	}
+}
+
+// TestStatusCounterNamesAreTheDocumentedOnes: the names Status promises
+// (its doc comment) are exactly the ones it returns, publish_failed among
+// the drops of decisions as in the adkbreaker.fleet.messages.dropped metric.
+func TestStatusCounterNamesAreTheDocumentedOnes(t *testing.T) {
+	f, err := fleet.New(registry.MustNew(), fleet.WithAddress("127.0.0.1:1"), fleet.WithLogger(discard))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	_, _, counters := f.Status()
+	var got []string
+	for k := range counters {
+		got = append(got, k)
+	}
+	sort.Strings(got)
+	want := []string{"published", "publish_failed", "received", "applied", "resync_applied",
+		"leases_won", "leases_lost", "resyncs", "reconnects", "redis_errors",
+		"outcomes_published", "outcomes_received", "fleet_rate_trips", "generation_repairs"}
+	for _, r := range []string{"stale", "duplicate", "own", "malformed", "unknown_dependency", "queue_full", "redis_unavailable", "publish_failed"} {
+		want = append(want, "dropped."+r)
+	}
+	for _, r := range []string{"own", "duplicate", "stale", "malformed", "unknown_dependency", "redis_unavailable", "publish_failed", "over_cap", "sharing_off"} {
+		want = append(want, "outcomes_dropped."+r)
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Status counter names (-documented +returned):\n%s", diff)
+	}
+	if _, ok := f.Stats().Dropped["publish_failed"]; !ok {
+		t.Error("Stats.Dropped has no publish_failed")
 	}
 }

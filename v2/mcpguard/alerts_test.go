@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/adkbreaker/adkbreaker/v2/internal/browsertest"
 	"github.com/adkbreaker/adkbreaker/v2/mcpguard"
 )
 
@@ -71,10 +72,10 @@ func TestAlertRules(t *testing.T) {
 		}
 	}
 
-	promtool, err := exec.LookPath("promtool")
-	if err != nil || testing.Short() {
-		t.Skip("promtool is not installed, or -short: the rules are not run")
+	if testing.Short() {
+		t.Skip("-short: the rules are not run")
 	}
+	promtool := browsertest.RequireTool(t, "prometheus", "promtool")
 	for _, args := range [][]string{{"check", "rules", "mcp_alerts.yml"}, {"test", "rules", "mcp_alerts_test.yml"}} {
 		cmd := exec.CommandContext(t.Context(), promtool, args...)
 		cmd.Dir = "../../dashboards"

@@ -12,7 +12,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
-// TestLayeredTimeouts: seed 002's rule, "each outer timeout must exceed the
+// TestLayeredTimeouts: the layering rule, "each outer timeout must exceed the
 // plausible sum of the inner ones", one case per rule: the operation budget
 // holds one attempt of each operation (counting the legs that are set), and
 // the breaker's window and probe lease hold the operation budget.

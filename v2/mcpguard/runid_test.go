@@ -15,7 +15,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/v2/mcpguard/mcpfault"
 )
 
-// TestFailureLineNamesTheRun: seed 001's failure line — which run, which
+// TestFailureLineNamesTheRun: the failure line an operator needs — which run, which
 // server, which boundary, which limit — through the real runner: a call that
 // times out is logged with the run's invocation ID.
 func TestFailureLineNamesTheRun(t *testing.T) {

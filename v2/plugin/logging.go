@@ -33,7 +33,7 @@ func (s *settings) breakerLog(cb *callbacks.Config) (start func(*callbacks.Handl
 	if l == nil {
 		l = slog.Default()
 	}
-	cb.Observer = fanOut(cb.Observer, telemetry.NewLogObserver(l, cb.Registry.Clock()))
+	cb.Observer = fanOut(cb.Observer, telemetry.NewLogObserver(l, cb.Registry))
 	return func(h *callbacks.Handler) {
 		stop := telemetry.LogTransitions(h.Registry(), l)
 		// As for telemetry: the subscription lasts as long as the handler.

@@ -48,7 +48,15 @@ func WithName(name string) Option {
 
 // WithRegistry shares an existing registry (with failover models, MCP
 // toolsets, other agents). Registry options (WithPolicy, WithClock, …) then
-// conflict and are reported as errors.
+// conflict and are reported as errors. With a configuration file, build the
+// registry from it and give the plugin both:
+//
+//	f, err := config.Load("adkbreaker.yaml")
+//	reg, err := registry.New(f.RegistryOptions()...) // failover.RegistryOptions(f) with models
+//	p, err := breaker.New(breaker.WithRegistry(reg), breaker.WithConfig(f))
+//
+// A registry built from a file, shared without WithConfig, is an error:
+// the file's tool mappings would not apply.
 func WithRegistry(r *registry.Registry) Option {
 	return optionFunc(func(s *settings) {
 		if r == nil {
@@ -228,6 +236,9 @@ func (s *settings) applyFile(f *config.File) {
 	if d.RemoveUnavailable {
 		s.cb.RemoveUnavailable = true
 	}
+	if d.ToolNote {
+		s.cb.ToolNote = true
+	}
 	if d.UnmappedTools == "pass_through" {
 		s.cb.Unmapped = callbacks.PassThrough
 	}
@@ -280,6 +291,13 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 		for _, f := range s.files {
 			errs = append(errs, policyMismatches(f, reg)...)
 		}
+		// A registry built from a file (File.RegistryOptions) holds only its
+		// policies: the file's tool mappings, alternatives and limits reach
+		// the plugin through WithConfig alone. Without it the file's tools
+		// would silently get breakers of their own, by tool name.
+		if f, ok := reg.Source().(*config.File); ok && f != nil && len(s.files) == 0 && pluginSettings(f) {
+			errs = append(errs, errors.New("the shared registry was built from a configuration file (File.RegistryOptions) but the plugin was not given the file: its dependencies' tools, alternatives and limits would not apply; add breaker.WithConfig(f)"))
+		}
 	default:
 		r, err := registry.New(s.regOpts...)
 		if err != nil {
@@ -312,6 +330,14 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 	watch(h)
 	startLog(h)
 	return h, s.name, nil
+}
+
+// pluginSettings reports whether f holds anything the plugin applies
+// (applyFile) beyond the registry's policies.
+func pluginSettings(f *config.File) bool {
+	d := f.Defaults
+	return len(f.Dependencies) > 0 || d.ShortCircuitLimit != 0 || d.TurnLimit != 0 || d.MaxModelCalls != 0 ||
+		d.MaxTurnDuration != 0 || d.RemoveUnavailable || d.UnmappedTools == "pass_through" || d.ToolNote
 }
 
 // policyMismatches reports the file's dependency and default policies that

@@ -165,3 +165,13 @@ func (o observers) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEve
 		}
 	}
 }
+
+// ShadowAnnotation forwards to the observers that want what shadow-mode
+// breakers left unchanged in model requests.
+func (o observers) ShadowAnnotation(ctx context.Context, ev callbacks.ShadowAnnotationEvent) {
+	for _, x := range o {
+		if so, ok := x.(callbacks.ShadowObserver); ok {
+			so.ShadowAnnotation(ctx, ev)
+		}
+	}
+}

@@ -23,11 +23,13 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	dto "github.com/prometheus/client_model/go"
 	otelprom "go.opentelemetry.io/otel/exporters/prometheus"
 	"go.opentelemetry.io/otel/metric"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
@@ -123,7 +125,7 @@ func New(opts ...Option) (*Exporter, error) {
 	return &Exporter{
 		reg: reg,
 		mp:  mp,
-		h: promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		h: promhttp.HandlerFor(withoutEmptySchemaURL{reg}, promhttp.HandlerOpts{
 			ErrorHandling: promhttp.ContinueOnError, MaxRequestsInFlight: c.inFlight, Timeout: c.timeout,
 		}),
 	}, nil
@@ -141,3 +143,28 @@ func (e *Exporter) Registry() *prometheus.Registry { return e.reg }
 
 // Shutdown stops the MeterProvider.
 func (e *Exporter) Shutdown(ctx context.Context) error { return e.mp.Shutdown(ctx) }
+
+// scopeSchemaLabel is the label the OpenTelemetry exporter puts on every
+// series for its instrumentation scope's schema URL. adkbreaker's scopes
+// (and most others) have none, and the exporter has no option to leave an
+// empty one out short of WithoutScopeInfo, which drops otel_scope_name and
+// otel_scope_version too.
+const scopeSchemaLabel = "otel_scope_schema_url"
+
+// withoutEmptySchemaURL is the registry as Handler serves it: an empty
+// otel_scope_schema_url label is dropped from every series (to Prometheus
+// an empty label is no label, so no query changes); a scope with a schema
+// URL keeps it.
+type withoutEmptySchemaURL struct{ g prometheus.Gatherer }
+
+func (w withoutEmptySchemaURL) Gather() ([]*dto.MetricFamily, error) {
+	mfs, err := w.g.Gather()
+	for _, mf := range mfs {
+		for _, m := range mf.GetMetric() {
+			m.Label = slices.DeleteFunc(m.Label, func(l *dto.LabelPair) bool {
+				return l.GetName() == scopeSchemaLabel && l.GetValue() == ""
+			})
+		}
+	}
+	return mfs, err
+}

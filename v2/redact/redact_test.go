@@ -52,7 +52,7 @@ func unescape(tb testing.TB, s string) string {
 	return u
 }
 
-// TestTextRedactsEveryCase covers every case issue 10 names — Gemini and
+// TestTextRedactsEveryCase covers every case a security review named — Gemini and
 // AWS keys, bearer and basic credentials after a no-break space, URLs with
 // credentials, link-local and private IPv6 addresses, instruction phrases
 // whose words are separated by no-break, ideographic, repeated or invisible

@@ -14,6 +14,10 @@ func (r *Registry) Configured(k Key) bool {
 	return ok
 }
 
+// Source returns the value of the last WithSource option (nil without
+// one): what the registry's options were built from.
+func (r *Registry) Source() any { return r.source }
+
 // Clock returns the registry's time source, so that layers built on the
 // registry (per-invocation accounting, caches) share one notion of time.
 func (r *Registry) Clock() Clock { return r.clock }

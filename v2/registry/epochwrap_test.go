@@ -55,8 +55,8 @@ func TestHangBehindAFullBulkheadTrips(t *testing.T) {
 		clk.Set(t0.Add(at))
 		var tk registry.Ticket
 		if tk, d = b.Admit(); d.Allowed {
-			t.Fatalf("admitted over a full bulkhead at %v", at)
 			tk.Done(registry.Success)
+			t.Fatalf("admitted over a full bulkhead at %v", at)
 		}
 		if d.Reason != registry.RefusedSaturated {
 			break

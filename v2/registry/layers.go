@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-// Layered timeouts (seed 002: "each outer timeout must exceed the plausible
+// Layered timeouts (the rule: "each outer timeout must exceed the plausible
 // sum of the inner ones"). A breaker judges calls through durations that
 // nest: a call's outcome must arrive inside the rolling window that counts
 // it, and a probe's outcome inside its lease. When an inner duration reaches

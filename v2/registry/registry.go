@@ -50,6 +50,8 @@ type Registry struct {
 	gate gateSlot // see SetProbeGate (fleet.go)
 	// adm holds the layers that admit calls ahead of the call (admission.go).
 	adm admissions
+	// source is WithSource's value (accessors.go).
+	source any
 }
 
 // Option configures New.
@@ -67,6 +69,7 @@ type config struct {
 	max      int
 	queue    int
 	health   map[Key]HealthCheck
+	source   any
 	errs     []error
 }
 
@@ -120,6 +123,15 @@ func WithNotifyQueue(n int) Option {
 	return optionFunc(func(cfg *config) { cfg.queue = n })
 }
 
+// WithSource records what the registry's options were built from, for
+// the layers that share the registry (Source): config.File.RegistryOptions
+// passes its file, so that a plugin given the registry but not the file can
+// say so instead of silently ignoring the file's tool mappings. The
+// registry itself never reads it.
+func WithSource(src any) Option {
+	return optionFunc(func(cfg *config) { cfg.source = src })
+}
+
 // New returns a Registry. Invalid configuration returns one error listing
 // every problem.
 func New(opts ...Option) (*Registry, error) {
@@ -169,7 +181,7 @@ func New(opts ...Option) (*Registry, error) {
 	}
 	r := &Registry{
 		clock: cfg.clock, rand: cfg.rand, def: cfg.def.WithDefaults(),
-		policies: resolved, max: cfg.max, health: cfg.health,
+		policies: resolved, max: cfg.max, health: cfg.health, source: cfg.source,
 	}
 	r.n.limit = cfg.queue
 	m := map[Key]*Breaker{}

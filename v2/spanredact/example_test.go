@@ -34,7 +34,7 @@ func ExampleRedactor_Exporter() {
 	span.End()
 
 	for _, kv := range exp.GetSpans()[0].Attributes {
-		fmt.Printf("%s = %s\n", kv.Key, kv.Value.Emit())
+		fmt.Printf("%s = %s\n", kv.Key, kv.Value.String())
 	}
 	// Output:
 	// gcp.vertex.agent.tool_call_args = {"query":"acme","api_key":"[redacted]","url":"[redacted]"}

@@ -298,7 +298,7 @@ func (r *Redactor) events(in []sdktrace.Event) ([]sdktrace.Event, bool) {
 
 func (r *Redactor) value(v attribute.Value, m Mode) attribute.Value {
 	if m == Hash {
-		return attribute.StringValue(r.hash(v.Emit()))
+		return attribute.StringValue(r.hash(v.String()))
 	}
 	switch v.Type() {
 	case attribute.STRING:

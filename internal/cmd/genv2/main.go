@@ -12,8 +12,10 @@
 //     github.com/adkbreaker/adkbreaker/... become github.com/adkbreaker/adkbreaker/v2/...;
 //     agent.ToolContext and agent.CallbackContext become agent.Context (ADK v2's
 //     unified context); a relative path literal in a test that leaves the
-//     copied tree ("../docs/…", "../../dashboards/…") gains one "../", so both
-//     lines read the repository's one copy.
+//     copied tree ("../docs/…", "../../dashboards/…", or any Markdown file,
+//     written as a path from the repository root such as
+//     "../../samples/failover/README.md") gains one "../", so both lines read
+//     the repository's one copy.
 //   - Files named *_adkv1.go (and *_adkv1_test.go) are the ADK v1 halves of a
 //     per-line pair: they are not copied. Files named *_adkv2.go begin with
 //     "//go:build ignore" (so the root module never builds them): that line is
@@ -243,7 +245,7 @@ func outsidePath(rel, lit string) string {
 		return lit // outside the repository: not ours to move
 	}
 	first, _, _ := strings.Cut(target, "/")
-	if target == "." || skipDirs[first] || !strings.Contains(target, "/") && strings.HasSuffix(target, ".md") {
+	if target == "." || skipDirs[first] || strings.HasSuffix(target, ".md") { // Markdown is never copied
 		return `"../` + p + `"`
 	}
 	return lit

@@ -3,7 +3,10 @@
 // Package docscheck supports the tests that keep the docs honest: it lists
 // the exported With… options a package declares (for docs/configuration.md),
 // and its own tests check that every relative link and #fragment in the
-// repository's Markdown resolves inside the repository.
+// repository's Markdown resolves inside the repository, and that every
+// ```go block of README.md and docs/*.md compiles against the module's
+// packages (GoBlock says how a fragment is checked and how it declares the
+// variables it uses).
 package docscheck
 
 import (

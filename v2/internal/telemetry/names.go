@@ -19,6 +19,7 @@ const (
 	MetricCalls              = "adkbreaker.calls"
 	MetricCallDuration       = "adkbreaker.call.duration"
 	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
+	MetricShadowAnnotations  = "adkbreaker.shadow_annotations"
 )
 
 // Metric attribute keys. Values are bounded: dependencies come from

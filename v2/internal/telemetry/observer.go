@@ -120,3 +120,27 @@ func b2i(b bool) int {
 	}
 	return 0
 }
+
+type annKey struct {
+	dep  registry.Key
+	tool string
+}
+
+// ShadowAnnotation counts one tool declaration a shadow-mode breaker left
+// as it was in a model request (an enforcing one would have marked or
+// removed it). Nothing is added to spans: nothing happened to the request.
+func (in *Instrumentation) ShadowAnnotation(ctx context.Context, ev callbacks.ShadowAnnotationEvent) {
+	if in == nil {
+		return
+	}
+	defer handlePanic()
+	opts, ok := in.annSets.get(annKey{dep: ev.Dependency, tool: ev.Tool}, mkAnnotationSet)
+	if !ok {
+		opts = mkAnnotationSet(annKey{dep: Overflow, tool: Overflow})
+	}
+	in.shadowAnn.Add(ctx, 1, opts...)
+}
+
+func mkAnnotationSet(k annKey) []metric.AddOption {
+	return addOpts(attribute.String(AttrDependency, string(k.dep)), attribute.String(AttrTool, k.tool))
+}

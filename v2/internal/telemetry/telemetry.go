@@ -37,6 +37,7 @@ type Instrumentation struct {
 	transitions   metric.Int64Counter
 	turnsEnded    metric.Int64Counter
 	mismatches    metric.Int64Counter
+	shadowAnn     metric.Int64Counter
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
 	dropped       metric.Int64ObservableCounter
@@ -53,6 +54,7 @@ type Instrumentation struct {
 	deps       *cache[registry.Key, metric.ObserveOption]
 	callSets   *cache[registry.Key, *[5]metric.ObserveOption]
 	durSets    *cache[callKey, metric.RecordOption]
+	annSets    *cache[annKey, []metric.AddOption]
 }
 
 var _ callbacks.Observer = (*Instrumentation)(nil)
@@ -90,6 +92,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
 		callSets: newCache[registry.Key, *[5]metric.ObserveOption](MaxAttributeSets),
 		durSets:  newCache[callKey, metric.RecordOption](MaxAttributeSets),
+		annSets:  newCache[annKey, []metric.AddOption](MaxAttributeSets),
 	}
 	m := in.meter
 	var err error
@@ -116,6 +119,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.mismatches, err = m.Int64Counter(MetricOutcomeMismatches, metric.WithUnit("{call}"),
 		metric.WithDescription("Failed tool calls the plugin's after-tool callback was shown as successes: a plugin registered ahead of adkbreaker rewrites tool errors."))
 	add(MetricOutcomeMismatches, err)
+	in.shadowAnn, err = m.Int64Counter(MetricShadowAnnotations, metric.WithUnit("{declaration}"),
+		metric.WithDescription("Tool declarations of model requests left unchanged because their breaker is in shadow mode: an enforcing breaker would have marked them unavailable (or removed them)."))
+	add(MetricShadowAnnotations, err)
 	in.dropped, err = m.Int64ObservableCounter(MetricTransitionsDropped, metric.WithUnit("{transition}"),
 		metric.WithDescription("Transitions the registry dropped because its delivery queue was full; they are missing from adkbreaker.transitions."))
 	add(MetricTransitionsDropped, err)
