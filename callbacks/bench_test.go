@@ -59,12 +59,41 @@ func (t *runTool) Declaration() *genai.FunctionDeclaration {
 }
 func (t *runTool) Run(agent.ToolContext, any) (map[string]any, error) { return nil, nil }
 
+// benchInvs are the invocation IDs the benchmarks cycle through, one per
+// call: with newHandler's repeat limit (MaxRepeatLimit), millions of
+// identical calls are never repeats (the repeated-call guard does the same
+// work for a call under its limit whatever the limit), and the IDs stay in
+// cache as one invocation's ID does.
+var benchInvs = func() []string {
+	s := make([]string, 256)
+	for i := range s {
+		s[i] = fmt.Sprintf("e-%036d", i)
+	}
+	return s
+}()
+
+// newHandler returns a handler whose repeated-call guard is on with N =
+// MaxRepeatLimit, so that tests and benchmarks repeating one call (in
+// different invocations: benchInvs) measure the guard without tripping it.
 func newHandler(b testing.TB, opts ...registry.Option) *callbacks.Handler {
 	reg, err := registry.New(append([]registry.Option{registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour})}, opts...)...)
 	if err != nil {
 		b.Fatal(err)
 	}
-	h, err := callbacks.New(callbacks.Config{Registry: reg, TurnLimit: 1 << 30})
+	h, err := callbacks.New(callbacks.Config{Registry: reg, TurnLimit: 1 << 30, RepeatLimit: callbacks.MaxRepeatLimit})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return h
+}
+
+// newHandlerNoRepeat is newHandler with the repeated-call guard off.
+func newHandlerNoRepeat(b testing.TB) *callbacks.Handler {
+	reg, err := registry.New(registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	h, err := callbacks.New(callbacks.Config{Registry: reg, TurnLimit: 1 << 30, RepeatLimit: callbacks.NoRepeatLimit})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -119,7 +148,8 @@ func BenchmarkToolPath(b *testing.B) {
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 			tl := &fakeTool{name: "get_invoice"}
 			b.ReportAllocs()
-			for b.Loop() {
+			for i := 0; b.Loop(); i++ {
+				ctx.inv = benchInvs[i&255]
 				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
 					b.Fatal("short-circuited")
 				}
@@ -132,19 +162,27 @@ func BenchmarkToolPath(b *testing.B) {
 	// outcome) around a no-op tool, and AfterTool.
 	// closed-guarded-contained is the same with a bulkhead of 20 and a
 	// fixed 1s in-flight slowness threshold.
+	// closed-guarded-norepeat is closed-guarded with the repeated-call
+	// guard off: the difference is the guard's cost per call.
 	for _, c := range []struct {
-		name string
-		opts []registry.Option
+		name     string
+		opts     []registry.Option
+		noRepeat bool
 	}{
-		{"closed-guarded", nil},
-		{"closed-guarded-contained", []registry.Option{registry.WithDefaultPolicy(containedPolicy)}},
+		{"closed-guarded", nil, false},
+		{"closed-guarded-contained", []registry.Option{registry.WithDefaultPolicy(containedPolicy)}, false},
+		{"closed-guarded-norepeat", nil, true},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			h := newHandler(b, c.opts...)
+			if c.noRepeat {
+				h = newHandlerNoRepeat(b)
+			}
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call"}
 			gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 			b.ReportAllocs()
-			for b.Loop() {
+			for i := 0; b.Loop(); i++ {
+				ctx.inv = benchInvs[i&255]
 				if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
 					b.Fatal("short-circuited")
 				}
@@ -180,7 +218,8 @@ func BenchmarkToolPath(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			n := g.Add(1)
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
-			for pb.Next() {
+			for i := 0; pb.Next(); i++ {
+				ctx.inv = benchInvs[i&255]
 				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
 					b.Fatal("short-circuited")
 				}
@@ -196,7 +235,8 @@ func BenchmarkToolPath(b *testing.B) {
 		b.RunParallel(func(pb *testing.PB) {
 			n := g.Add(1)
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
-			for pb.Next() {
+			for i := 0; pb.Next(); i++ {
+				ctx.inv = benchInvs[i&255]
 				if r, _ := h.BeforeTool(ctx, gt, nil); r != nil {
 					b.Fatal("short-circuited")
 				}
@@ -237,7 +277,8 @@ func BenchmarkToolPath(b *testing.B) {
 			n := g.Add(1)
 			tl := &fakeTool{name: "tool_" + strconv.FormatInt(n, 10)}
 			ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-" + strconv.FormatInt(n, 10)}
-			for pb.Next() {
+			for i := 0; pb.Next(); i++ {
+				ctx.inv = benchInvs[i&255]
 				if r, _ := h.BeforeTool(ctx, tl, nil); r != nil {
 					b.Fatal("short-circuited")
 				}

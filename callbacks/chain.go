@@ -277,20 +277,28 @@ func (t *AgentTool) ProcessRequest(_ agent.ToolContext, req *model.LLMRequest) e
 }
 
 // subPlugin is the plugin of a sub-run's runner: the handler's callbacks,
-// as plugin.FromHandler assembles them.
+// as plugin.FromHandler assembles them (both use PluginConfig).
 func (h *Handler) subPlugin() (*adkplugin.Plugin, error) {
 	h.subOnce.Do(func() {
-		h.sub, h.subErr = adkplugin.New(adkplugin.Config{
-			Name:                "adkbreaker",
-			BeforeToolCallback:  h.BeforeTool,
-			AfterToolCallback:   h.AfterTool,
-			OnToolErrorCallback: h.OnToolError,
-			BeforeModelCallback: h.BeforeModel,
-			BeforeRunCallback:   h.BeforeRun,
-			AfterRunCallback:    h.AfterRun,
-		})
+		h.sub, h.subErr = adkplugin.New(h.PluginConfig("adkbreaker"))
 	})
 	return h.sub, h.subErr
+}
+
+// PluginConfig is the ADK plugin configuration that runs h: every callback
+// the handler needs, under name. plugin.FromHandler builds the plugin users
+// register from it, and a sub-run behind an agent tool gets the same.
+func (h *Handler) PluginConfig(name string) adkplugin.Config {
+	return adkplugin.Config{
+		Name:                name,
+		BeforeToolCallback:  h.BeforeTool,
+		AfterToolCallback:   h.AfterTool,
+		OnToolErrorCallback: h.OnToolError,
+		BeforeModelCallback: h.BeforeModel,
+		BeforeRunCallback:   h.BeforeRun,
+		AfterRunCallback:    h.AfterRun,
+		OnEventCallback:     h.OnEvent, // turnend.go: an ended turn ends a LoopAgent
+	}
 }
 
 // Run runs the sub-agent as ADK's agent tool does, on a runner with the

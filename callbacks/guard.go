@@ -297,8 +297,8 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 		}
 	}()
 	var o registry.Outcome
-	if bd.callTimeout > 0 {
-		res, o, err = g.runTimed(ctx, args, bd)
+	if bd.callTimeout > 0 || h.maxDur > 0 {
+		res, o, err = g.exec(ctx, args, bd)
 	} else { // exec, by hand: one frame less on the closed path
 		res, err = g.inner.Run(ctx, args)
 		o = h.judge(ctx, nil, bd, err)
@@ -378,9 +378,15 @@ func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (
 	return res, err
 }
 
-// exec runs the tool, under the dependency's CallTimeout when it has one,
-// and judges its outcome.
+// exec runs the tool, under the turn's deadline (MaxTurnDuration;
+// turndeadline.go) and the dependency's CallTimeout when they are set, and
+// judges its outcome.
 func (g *GuardedTool) exec(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
+	if g.h.maxDur > 0 {
+		if left, ok := g.h.turnLeft(ctx); ok {
+			return g.runInTurn(ctx, args, bd, left)
+		}
+	}
 	if bd.callTimeout > 0 {
 		return g.runTimed(ctx, args, bd)
 	}
@@ -393,7 +399,11 @@ func (g *GuardedTool) exec(ctx agent.ToolContext, args any, bd *binding) (map[st
 func (g *GuardedTool) runTimed(ctx agent.ToolContext, args any, bd *binding) (map[string]any, registry.Outcome, error) {
 	dctx, cancel := context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
 	defer cancel()
-	res, err := g.inner.Run(&deadlineToolContext{toolContext: ctx, ctx: dctx}, args)
+	base := ctx
+	if d, ok := ctx.(*deadlineToolContext); ok {
+		base = d.toolContext // the turn's deadline is in ctx, hence in dctx: one wrapper, not two
+	}
+	res, err := g.inner.Run(&deadlineToolContext{toolContext: base, ctx: dctx}, args)
 	return res, g.h.judge(ctx, dctx, bd, err), err
 }
 

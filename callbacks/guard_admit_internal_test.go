@@ -51,7 +51,7 @@ func newAdmitHandler(t *testing.T, pol registry.Policy) (*Handler, *scObserver) 
 	t.Helper()
 	reg := registry.MustNew(registry.WithDefaultPolicy(pol))
 	obs := &scObserver{}
-	h, err := New(Config{Registry: reg, Observer: obs, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+	h, err := New(Config{Registry: reg, RepeatLimit: NoRepeatLimit, Observer: obs, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -337,7 +337,7 @@ func TestGuardedPendingRunPanicReleasesItsCall(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			clk := registrytest.NewFakeClock(time.Unix(1_700_000_000, 0))
 			reg := registry.MustNew(registry.WithClock(clk), registry.WithDefaultPolicy(registry.Policy{OpenFor: time.Hour, MaxConcurrent: 1, HalfOpenProbes: 1, NoJitter: true}))
-			h, err := New(Config{Registry: reg, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+			h, err := New(Config{Registry: reg, RepeatLimit: NoRepeatLimit, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"reflect"
 	"slices"
 	"sync"
@@ -37,6 +38,10 @@ type Dependency struct {
 	// Classify overrides failure classification for this dependency; it
 	// falls back to the default Classify when it returns ok=false.
 	Classify Classifier `json:"-" yaml:"-"`
+	// RepeatLimit is the repeated-call guard's N for this dependency's tools
+	// (see Config.RepeatLimit): 0 inherits the handler's, NoRepeatLimit
+	// turns the guard off for them (a polling tool).
+	RepeatLimit int `json:"repeat_limit,omitempty" yaml:"repeat_limit,omitempty"`
 }
 
 // ModelGuard reports whether every endpoint behind a model is unavailable.
@@ -98,7 +103,10 @@ type Config struct {
 	// registry's clock from the start of the run (BeforeRun; from the first
 	// model call when the handler is used without BeforeRun): the first model
 	// call at or after it is answered by BeforeModel with a final answer. A
-	// tool call already running is not interrupted. If 0, no limit.
+	// guarded tool call runs with the turn's deadline in its context: one
+	// still running when the time is up is cancelled, excluded (never
+	// charged to its dependency) and answered with degrade.TurnDeadlineNote,
+	// and the turn ends. Unguarded calls are not interrupted. If 0, no limit.
 	MaxTurnDuration time.Duration
 	// RemoveUnavailable removes the declarations of tools whose dependency is
 	// open from the model request, instead of marking them unavailable.
@@ -137,6 +145,19 @@ type Config struct {
 	// run as ADK runs them, on a runner without plugins, unprotected, and
 	// their turns are not the caller's. See AgentTool.
 	NoAgentToolGuard bool
+	// RepeatLimit is N of the repeated-call guard: within one invocation,
+	// the N-th call of a tool with the same canonical arguments (key order
+	// and number forms do not matter; parallel calls count) is answered
+	// with a note (degrade.RepeatNote) instead of running the tool, whether
+	// the earlier calls succeeded or failed and whatever the breaker's
+	// state; the next such call ends the turn (TurnEndRepeatedCall). If 0,
+	// DefaultRepeatLimit (3); NoRepeatLimit turns the guard off. Otherwise
+	// at least 2.
+	RepeatLimit int
+	// ToolRepeatLimits overrides RepeatLimit (and Dependency.RepeatLimit)
+	// per tool name: NoRepeatLimit for a tool that is meant to be called
+	// again with the same arguments (a polling tool), or the tool's own N.
+	ToolRepeatLimits map[string]int
 }
 
 // Handler holds the ADK callbacks and their shared state. Its methods have
@@ -172,7 +193,10 @@ type Handler struct {
 
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
-	alts          *altCheck // alternatives.go
+
+	repeats     *repeatTable // repeat.go
+	repeatEnded repeatEnds
+	alts        *altCheck // alternatives.go
 }
 
 // New returns a Handler. Invalid configuration returns one error listing
@@ -214,8 +238,19 @@ func New(cfg Config) (*Handler, error) {
 		if !k.Valid() {
 			errs = append(errs, fmt.Errorf("dependencies[%q]: invalid key", k))
 		}
+		if err := checkRepeatLimit(d.RepeatLimit); err != nil {
+			errs = append(errs, fmt.Errorf("dependencies[%q].repeat_limit: %w", k, err))
+		}
 		if d.LastGoodEntries < 0 || d.LastGoodEntries > MaxLastGoodEntries {
 			errs = append(errs, fmt.Errorf("dependencies[%q].last_good_entries: must be in [0, %d], got %d", k, MaxLastGoodEntries, d.LastGoodEntries))
+		}
+	}
+	if err := checkRepeatLimit(cfg.RepeatLimit); err != nil {
+		errs = append(errs, fmt.Errorf("repeat_limit: %w", err))
+	}
+	for _, name := range slices.Sorted(maps.Keys(cfg.ToolRepeatLimits)) {
+		if err := checkRepeatLimit(cfg.ToolRepeatLimits[name]); err != nil {
+			errs = append(errs, fmt.Errorf("tool_repeat_limits[%q]: %w", name, err))
 		}
 	}
 	for i, g := range cfg.ModelGuards {
@@ -239,10 +274,17 @@ func New(cfg Config) (*Handler, error) {
 	if err != nil {
 		errs = append(errs, err)
 	}
+	if res != nil {
+		res.repeatDefault = cmp.Or(cfg.RepeatLimit, DefaultRepeatLimit)
+		res.repeatTools = maps.Clone(cfg.ToolRepeatLimits)
+	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	h.res = res
+	if res.repeatDefault > 0 || len(cfg.ToolRepeatLimits) > 0 || anyRepeatLimit(cfg.Dependencies) {
+		h.repeats = &repeatTable{}
+	}
 	h.alts = newAltCheck(cfg.Dependencies)
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
@@ -272,6 +314,11 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 			return nil, nil // its sub-run is protected inside, call by call (chain.go)
 		}
 		bd = h.res.bind(t)
+	}
+	if bd.repeat > 0 {
+		if note := h.checkRepeat(ctx, bd, args); note != nil {
+			return note, nil // repeat.go: the tool does not run again
+		}
 	}
 	if bd.br == nil {
 		if bd.key != "" {
@@ -574,6 +621,7 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	inv := ctx.InvocationID()
 	h.tix.drain(inv)
 	h.ledger.Release(inv)
+	h.repeatEnded.take(inv)
 }
 
 // BeforeModel ends the turn when the invocation's short-circuit budget or
@@ -593,6 +641,9 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 		if _, ended := h.ledger.State(sub); ended {
 			return nil, ErrTurnEnded
 		}
+	}
+	if r, ok := h.repeatEnded.take(sub); ok {
+		return h.endRepeated(ctx, inv, sub, r), nil // repeat.go
 	}
 	if h.maxCalls > 0 || h.maxDur > 0 {
 		now := h.clock.Now()
@@ -763,5 +814,5 @@ func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclarati
 // invocations hold short-circuit accounting. Both return to zero when every
 // run has ended; tests and health checks use them.
 func (h *Handler) Pending() (tickets, invocations int) {
-	return h.tix.len(), h.ledger.Len()
+	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len()
 }

@@ -51,6 +51,9 @@ type resolver struct {
 	deps     map[registry.Key]Dependency
 	limit    int
 	maxCache int
+	// repeatDefault and repeatTools resolve binding.repeat (repeat.go).
+	repeatDefault int
+	repeatTools   map[string]int
 
 	mu sync.Mutex
 	// byName caches tools without a DependencyKey (one string to hash on the
@@ -90,6 +93,10 @@ type binding struct {
 	lastGood *lastGoodCache
 	// callTimeout is the breaker policy's CallTimeout (guarded tools).
 	callTimeout time.Duration
+	// repeat is the repeated-call guard's N for the tool (0: off), and
+	// toolHash its name's hash there (repeat.go).
+	repeat   int
+	toolHash uint64
 	// shadow is the breaker policy's Shadow: nothing the model reads may
 	// change because of it (see Handler.annotate).
 	shadow bool
@@ -218,6 +225,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		return b
 	}
 	b := &binding{tool: k.name}
+	depRepeat := 0
 	if key, ok := r.keyFor(k); ok {
 		b.key = key
 		br, err := r.reg.Get(key)
@@ -232,11 +240,16 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 			b.callTimeout, b.shadow = pol.CallTimeout, pol.Shadow
 		}
 		dep := r.deps[key]
+		depRepeat = dep.RepeatLimit
 		b.classify = dep.Classify
 		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
 		if dep.CacheLastGood {
 			b.lastGood = newLastGoodCache(dep.LastGoodEntries)
 		}
+	}
+	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)
+	if b.repeat > 0 {
+		b.toolHash = toolHash(k.name)
 	}
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)

@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -19,9 +20,11 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
-// loopForever is a model that never stops calling get_invoice.
-func loopForever(*model.LLMRequest) *model.LLMResponse {
-	return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}})
+// loopForever is a model that never stops calling get_invoice, a new
+// invoice each time (the same one again would be the repeated-call guard's,
+// see repeat_test.go).
+func loopForever(req *model.LLMRequest) *model.LLMResponse {
+	return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": strconv.Itoa(len(req.Contents))}})
 }
 
 // endedBy returns the reason the plugin gave for ending the turn, from the
@@ -139,8 +142,8 @@ func TestTurnBudgetInTime(t *testing.T) {
 // tool and answers, iteration after iteration, the budget ends the loop with
 // the plugin's answer and no error: the tool call that spent the budget
 // escalates. A worker that only ever answers in text gives the plugin no
-// tool call to escalate on: the loop then ends with ErrTurnEnded at its next
-// model call (documented in docs/design.md).
+// tool call to escalate on: the plugin's final answer escalates instead, and
+// the loop ends on it with no error (see also loopend_test.go).
 func TestTurnBudgetStopsALoopAgent(t *testing.T) {
 	run := func(t *testing.T, step scripted.Step, wantErr error) (*callbacks.Handler, *scripted.Model, []*session.Event) {
 		h, err := breaker.NewHandler(breaker.WithTurnBudget(5, 0))
@@ -177,7 +180,7 @@ func TestTurnBudgetStopsALoopAgent(t *testing.T) {
 		}
 	})
 	t.Run("text only", func(t *testing.T) {
-		h, llm, evs := run(t, func(*model.LLMRequest) *model.LLMResponse { return scripted.Text("again") }, callbacks.ErrTurnEnded)
+		h, llm, evs := run(t, func(*model.LLMRequest) *model.LLMResponse { return scripted.Text("again") }, nil)
 		if llm.Calls() != 5 || endedBy(evs) != "model_call_budget" {
 			t.Fatalf("LLM calls = %d, ended by %q", llm.Calls(), endedBy(evs))
 		}

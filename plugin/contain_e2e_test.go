@@ -192,6 +192,7 @@ func TestBulkheadRejectsThe21stConcurrentCall(t *testing.T) {
 	obs := &reasonObserver{seen: make(chan struct{}, n)}
 	reader := sdkmetric.NewManualReader()
 	e := newHangEnv(t, h, step, breaker.WithDependency("enrichment", "enrich"), breaker.WithTurnLimit(100), breaker.WithObserver(obs),
+		breaker.WithToolRepeatLimit("enrich", callbacks.NoRepeatLimit), // 21 identical calls at once, on purpose
 		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))),
 		breaker.WithPolicy("enrichment", registry.Policy{MaxConcurrent: 20, ConsecutiveFailures: 1, DisableSlowInFlight: true}))
 	h.hanging.Store(true)

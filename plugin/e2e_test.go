@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -447,7 +448,7 @@ func (o *gateObserver) TurnEnded(context.Context, callbacks.TurnEndEvent) {}
 // with a final answer, not an error.
 func TestEscalationEndsTheTurn(t *testing.T) {
 	e := newEnv(t, func(req *model.LLMRequest) *model.LLMResponse {
-		return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}})
+		return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": strconv.Itoa(len(req.Contents))}}) // another invoice each time: no repeat
 	})
 	if err := e.reg.Isolate("billing-api"); err != nil {
 		t.Fatal(err)

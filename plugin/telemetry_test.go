@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -161,8 +162,8 @@ func TestShortCircuitAnnotatesADKExecuteToolSpan(t *testing.T) {
 func TestTurnEndedIsCountedAndOnInvokeAgent(t *testing.T) {
 	tp, spans := installGlobalTracer()
 	reader := sdkmetric.NewManualReader()
-	e2 := newEnv(t, func(*model.LLMRequest) *model.LLMResponse {
-		return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": "1"}})
+	e2 := newEnv(t, func(req *model.LLMRequest) *model.LLMResponse {
+		return scripted.CallTools(scripted.Call{Name: "get_invoice", Args: map[string]any{"id": strconv.Itoa(len(req.Contents))}}) // another invoice each time: no repeat
 	}, breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err := e2.reg.Isolate("billing-api"); err != nil {
 		t.Fatal(err)

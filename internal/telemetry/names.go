@@ -17,6 +17,7 @@ const (
 	MetricCalls              = "adkbreaker.calls"
 	MetricCallDuration       = "adkbreaker.call.duration"
 	MetricOutcomeMismatches  = "adkbreaker.tool.outcome_mismatches"
+	MetricLoopRepeats        = "adkbreaker.loop.repeats"
 	MetricShadowAnnotations  = "adkbreaker.shadow_annotations"
 )
 
@@ -33,6 +34,7 @@ const (
 	AttrCause      = "cause"
 	AttrOutcome    = "outcome"
 	AttrMode       = "mode"
+	AttrAction     = "action"
 )
 
 // Span attribute keys, set on the span current in the callback's context

@@ -41,9 +41,15 @@
 //     spent or a failover model has no endpoint left, and marks (or removes)
 //     declarations of tools whose dependency is open. AfterTool escalates the
 //     tool call after which the turn budget is spent, so that a LoopAgent
-//     stops; BeforeRun starts the budget's clock.
+//     stops; BeforeRun starts the budget's clock. OnEvent (the runner's
+//     on-event callback) escalates the final answer with which the handler
+//     ended a turn, so that a LoopAgent whose worker gave no tool call to
+//     escalate on exits on that answer instead of spinning.
 //     BeforeModel also replaces each protected function tool of the request
 //     by a GuardedTool (Config.NoAutoGuard turns that off).
+//     A GuardedTool runs with the turn's deadline (MaxTurnDuration) in its
+//     context: a call the deadline cuts is excluded and answered with
+//     degrade.TurnDeadlineNote, and the turn ends.
 //
 // # Only a real execution counts
 //
@@ -70,6 +76,17 @@
 // answers its caller with that dependency's unavailable payload.
 // Handler.AgentTool builds one where the plugin cannot (an agent tool
 // hidden from it, an agent that does not run the handler's BeforeModel).
+//
+// # Repeated calls
+//
+// BeforeTool counts every call by (invocation, tool, canonical arguments):
+// the Config.RepeatLimit-th identical call (default 3) is answered with
+// degrade.RepeatNote instead of running, the next one escalates and the
+// following model call is answered with a final answer
+// (TurnEndRepeatedCall). Successes, failures and short-circuits count alike.
+// The counts live in a fixed lock-free table per handler: nothing to release
+// per invocation, no allocation per call. NoRepeatLimit opts a tool out
+// (Config.ToolRepeatLimits) or a dependency (Dependency.RepeatLimit).
 //
 // # Classification
 //

@@ -299,8 +299,8 @@ func (g *GuardedTool) runAdmitted(ctx agent.Context, args any, bd *binding, r *r
 		}
 	}()
 	var o registry.Outcome
-	if bd.callTimeout > 0 {
-		res, o, err = g.runTimed(ctx, args, bd)
+	if bd.callTimeout > 0 || h.maxDur > 0 {
+		res, o, err = g.exec(ctx, args, bd)
 	} else { // exec, by hand: one frame less on the closed path
 		res, err = g.inner.Run(ctx, args)
 		o = h.judge(ctx, nil, bd, err)
@@ -380,9 +380,15 @@ func (g *GuardedTool) runPending(ctx agent.Context, args any, bd *binding) (map[
 	return res, err
 }
 
-// exec runs the tool, under the dependency's CallTimeout when it has one,
-// and judges its outcome.
+// exec runs the tool, under the turn's deadline (MaxTurnDuration;
+// turndeadline.go) and the dependency's CallTimeout when they are set, and
+// judges its outcome.
 func (g *GuardedTool) exec(ctx agent.Context, args any, bd *binding) (map[string]any, registry.Outcome, error) {
+	if g.h.maxDur > 0 {
+		if left, ok := g.h.turnLeft(ctx); ok {
+			return g.runInTurn(ctx, args, bd, left)
+		}
+	}
 	if bd.callTimeout > 0 {
 		return g.runTimed(ctx, args, bd)
 	}
@@ -395,7 +401,11 @@ func (g *GuardedTool) exec(ctx agent.Context, args any, bd *binding) (map[string
 func (g *GuardedTool) runTimed(ctx agent.Context, args any, bd *binding) (map[string]any, registry.Outcome, error) {
 	dctx, cancel := context.WithTimeoutCause(ctx, bd.callTimeout, errCallTimeout)
 	defer cancel()
-	res, err := g.inner.Run(&deadlineToolContext{toolContext: ctx, ctx: dctx}, args)
+	base := ctx
+	if d, ok := ctx.(*deadlineToolContext); ok {
+		base = d.toolContext // the turn's deadline is in ctx, hence in dctx: one wrapper, not two
+	}
+	res, err := g.inner.Run(&deadlineToolContext{toolContext: base, ctx: dctx}, args)
 	return res, g.h.judge(ctx, dctx, bd, err), err
 }
 

@@ -49,7 +49,7 @@ func (t *scriptTool) Run(agent.Context, any) (map[string]any, error) {
 func newGuardHandler(t *testing.T, deps map[registry.Key]Dependency) *Handler {
 	t.Helper()
 	reg := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 1 << 20, DisableFailureRate: true, OpenFor: time.Hour}))
-	h, err := New(Config{Registry: reg, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}, Dependencies: deps})
+	h, err := New(Config{Registry: reg, RepeatLimit: NoRepeatLimit, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}, Dependencies: deps})
 	if err != nil {
 		t.Fatal(err)
 	}

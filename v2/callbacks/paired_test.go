@@ -34,12 +34,15 @@ func TestPairedToolPath(t *testing.T) {
 	hContained := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
 	hGuarded := newHandler(t)
 	gt := hGuarded.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
+	hGuardedOff := newHandlerNoRepeat(t) // the repeated-call guard off
+	gto := hGuardedOff.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hGuardedC := newHandler(t, registry.WithDefaultPolicy(containedPolicy))
 	gtc := hGuardedC.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 	hOpen := newHandler(t)
 	_ = hOpen.Registry().Isolate("get_invoice")
 	tl := &fakeTool{name: "get_invoice"}
 	ctx := &fakeToolCtx{std: context.Background(), inv: "e-inv", call: "adk-call-0001"}
+	ci := 0 // the closed rows cycle through benchInvs (see newHandler)
 	octx := &fakeToolCtx{std: context.Background(), call: "adk-call-0002"}
 	ictx := &fakeInvCtx{}
 	invs := make([]string, 1024)
@@ -59,31 +62,50 @@ func TestPairedToolPath(t *testing.T) {
 		}},
 		{"closed before+after", func() {
 			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
 				hClosed.BeforeTool(ctx, tl, nil)
 				hClosed.AfterTool(ctx, tl, nil, nil, nil)
 			}
 		}},
 		{"closed, plain", func() {
 			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
 				hPlain.BeforeTool(ctx, tl, nil)
 				hPlain.AfterTool(ctx, tl, nil, nil, nil)
 			}
 		}},
 		{"closed, contained", func() {
 			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
 				hContained.BeforeTool(ctx, tl, nil)
 				hContained.AfterTool(ctx, tl, nil, nil, nil)
 			}
 		}},
 		{"closed, guarded", func() { // the plugin's default: BeforeTool, GuardedTool.Run, AfterTool
 			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
 				hGuarded.BeforeTool(ctx, gt, nil)
 				res, err := gt.Run(ctx, nil)
 				hGuarded.AfterTool(ctx, gt, nil, res, err)
 			}
 		}},
+		{"closed, guarded, no rep.", func() { // the same without the repeated-call guard
+			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
+				hGuardedOff.BeforeTool(ctx, gto, nil)
+				res, err := gto.Run(ctx, nil)
+				hGuardedOff.AfterTool(ctx, gto, nil, res, err)
+			}
+		}},
 		{"closed, guarded+cont.", func() { // the same with a bulkhead and a fixed slowness threshold
 			for range n {
+				ctx.inv = benchInvs[ci&255]
+				ci++
 				hGuardedC.BeforeTool(ctx, gtc, nil)
 				res, err := gtc.Run(ctx, nil)
 				hGuardedC.AfterTool(ctx, gtc, nil, res, err)

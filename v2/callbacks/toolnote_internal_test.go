@@ -20,7 +20,7 @@ func TestToolNoteSkipsUnprotected(t *testing.T) {
 	if _, err := reg.Get("other"); err != nil {
 		t.Fatal(err)
 	}
-	h, err := New(Config{Registry: reg, ToolNote: true, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
+	h, err := New(Config{Registry: reg, RepeatLimit: NoRepeatLimit, ToolNote: true, Mappings: []Mapping{{Tools: []string{"lookup"}, Dependency: "dep"}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -52,6 +52,14 @@ type Defaults struct {
 	// start of the run: the first model call at or after it is answered by
 	// the plugin with a final answer. 0 means no limit.
 	MaxTurnDuration Duration `json:"max_turn_duration,omitempty" yaml:"max_turn_duration,omitempty"`
+	// RepeatLimit is N of the repeated-call guard: within one turn, the N-th
+	// call of a tool with the same arguments is answered with a note instead
+	// of running, and the next ends the turn. 0 means 3; -1 turns the guard
+	// off; otherwise at least 2.
+	RepeatLimit int `json:"repeat_limit,omitempty" yaml:"repeat_limit,omitempty"`
+	// ToolRepeatLimits sets RepeatLimit per tool name: -1 for a tool meant
+	// to be called again with the same arguments (a polling tool).
+	ToolRepeatLimits map[string]int `json:"tool_repeat_limits,omitempty" yaml:"tool_repeat_limits,omitempty"`
 	// RemoveUnavailable removes unavailable tools' declarations instead of
 	// marking them.
 	RemoveUnavailable bool `json:"remove_unavailable,omitempty" yaml:"remove_unavailable,omitempty"`
@@ -76,6 +84,9 @@ type Dependency struct {
 	Alternatives []string `json:"alternatives,omitempty" yaml:"alternatives,omitempty"`
 	// CacheLastGood offers the last good result (with its age) while down.
 	CacheLastGood bool `json:"cache_last_good,omitempty" yaml:"cache_last_good,omitempty"`
+	// RepeatLimit is the repeated-call guard's N for this dependency's
+	// tools (see Defaults.RepeatLimit): 0 inherits, -1 turns it off.
+	RepeatLimit int `json:"repeat_limit,omitempty" yaml:"repeat_limit,omitempty"`
 	// Policy overrides Defaults.Policy field by field (unset fields inherit).
 	Policy *Policy `json:"policy,omitempty" yaml:"policy,omitempty"`
 }
@@ -314,6 +325,7 @@ func (c *File) validate() problems {
 	if d.MaxTurnDuration < 0 {
 		ps.add("defaults.max_turn_duration", "must be ≥ 0, got %s", d.MaxTurnDuration)
 	}
+	ps = c.validateRepeatLimits(ps) // repeat.go
 	switch {
 	case d.MaxBreakers < 0 || d.MaxBreakers > registry.MaxBreakersLimit:
 		ps.add("defaults.max_breakers", "must be in [0, %d], got %d", registry.MaxBreakersLimit, d.MaxBreakers)

@@ -78,27 +78,61 @@ func ExampleNew() {
 	// billing-api is unavailable (isolated); no retry time until an operator resets it
 }
 
-// loopModel is a stand-in for a model that never stops calling get_invoice.
-type loopModel struct{}
+// loopModel is a stand-in for a model that never stops calling get_invoice,
+// for another invoice each time (or, with same set, for the same one).
+type loopModel struct{ same bool }
 
 func (loopModel) Name() string { return "loop" }
-func (loopModel) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+func (m loopModel) GenerateContent(_ context.Context, req *model.LLMRequest, _ bool) iter.Seq2[*model.LLMResponse, error] {
+	id := len(req.Contents)
+	if m.same {
+		id = 7
+	}
 	return func(yield func(*model.LLMResponse, error) bool) {
 		yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel,
-			Parts: []*genai.Part{genai.NewPartFromFunctionCall("get_invoice", map[string]any{})}}}, nil)
+			Parts: []*genai.Part{genai.NewPartFromFunctionCall("get_invoice", map[string]any{"id": id})}}}, nil)
 	}
+}
+
+// invoiceTool counts its calls in *calls.
+func invoiceTool(calls *int) tool.Tool {
+	t, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
+		func(agent.Context, struct {
+			ID int `json:"id"`
+		}) (map[string]any, error) {
+			*calls++
+			return map[string]any{"status": "paid"}, nil
+		})
+	return t
+}
+
+func ExampleWithRepeatLimit() {
+	// The default: the 3rd call of a tool with the same arguments in one
+	// turn gets a note instead of running, the 4th ends the turn. A polling
+	// tool opts out with WithToolRepeatLimit(name, callbacks.NoRepeatLimit).
+	p := breaker.MustNew(breaker.WithRepeatLimit(3))
+	calls := 0
+	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: loopModel{same: true}, Tools: []tool.Tool{invoiceTool(&calls)}})
+	r, _ := runner.New(runner.Config{
+		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}},
+	})
+	for ev, err := range r.Run(context.Background(), "user", "s1", genai.NewContentFromText("invoice 7?", genai.RoleUser), agent.RunConfig{}) {
+		if err == nil && ev.Content != nil && ev.Content.Parts[0].Text != "" {
+			fmt.Println(ev.Content.Parts[0].Text)
+		}
+	}
+	fmt.Println("tool calls:", calls)
+	// Output:
+	// Sorry, I couldn't complete your request: I kept repeating the same step (get_invoice with the same details) without getting further. Please try again, perhaps rephrasing your request.
+	// tool calls: 2
 }
 
 func ExampleWithTurnBudget() {
 	// At most 3 model calls and 2 minutes per invocation.
 	p := breaker.MustNew(breaker.WithTurnBudget(3, 2*time.Minute))
 	calls := 0
-	getInvoice, _ := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch an invoice."},
-		func(agent.Context, struct{}) (map[string]any, error) {
-			calls++
-			return map[string]any{"status": "paid"}, nil
-		})
-	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: loopModel{}, Tools: []tool.Tool{getInvoice}})
+	a, _ := llmagent.New(llmagent.Config{Name: "billing", Model: loopModel{}, Tools: []tool.Tool{invoiceTool(&calls)}})
 	r, _ := runner.New(runner.Config{
 		AppName: "app", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
 		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}},

@@ -244,6 +244,7 @@ func (s *settings) applyFile(f *config.File) {
 	if d.RemoveUnavailable {
 		s.cb.RemoveUnavailable = true
 	}
+	s.applyRepeatLimits(f) // repeat.go
 	if d.ToolNote {
 		s.cb.ToolNote = true
 	}
@@ -397,13 +398,5 @@ func FromHandler(h *callbacks.Handler, name string) (*adkplugin.Plugin, error) {
 	if name == "" {
 		name = DefaultName
 	}
-	return adkplugin.New(adkplugin.Config{
-		Name:                name,
-		BeforeToolCallback:  h.BeforeTool,
-		AfterToolCallback:   h.AfterTool,
-		OnToolErrorCallback: h.OnToolError,
-		BeforeModelCallback: h.BeforeModel,
-		BeforeRunCallback:   h.BeforeRun,
-		AfterRunCallback:    h.AfterRun,
-	})
+	return adkplugin.New(h.PluginConfig(name))
 }

@@ -30,7 +30,7 @@ func TestOutsidePath(t *testing.T) {
 		{"internal/docscheck/links_test.go", `"../.."`, `"../../.."`},
 		{"plugin/x_test.go", `"../config/testdata/full.yaml"`, `"../config/testdata/full.yaml"`}, // copied: read v2's copy
 		{"plugin/x_test.go", `"../README.md"`, `"../../README.md"`},
-		{"plugin/x_test.go", `"../../shared"`, `"../../shared"`}, // outside the repository
+		{"plugin/x_test.go", `"../../shared"`, `"../../shared"`},                                                      // outside the repository
 		{"samples/failover/x_test.go", `"../../samples/failover/README.md"`, `"../../../samples/failover/README.md"`}, // Markdown is not copied
 	} {
 		if got := outsidePath(c.file, c.lit); got != c.want {

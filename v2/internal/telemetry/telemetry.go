@@ -37,6 +37,7 @@ type Instrumentation struct {
 	transitions   metric.Int64Counter
 	turnsEnded    metric.Int64Counter
 	mismatches    metric.Int64Counter
+	repeats       metric.Int64Counter // repeat.go
 	shadowAnn     metric.Int64Counter
 	state         metric.Int64ObservableGauge
 	retryAfter    metric.Float64ObservableGauge
@@ -119,6 +120,9 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 	in.mismatches, err = m.Int64Counter(MetricOutcomeMismatches, metric.WithUnit("{call}"),
 		metric.WithDescription("Failed tool calls the plugin's after-tool callback was shown as successes: a plugin registered ahead of adkbreaker rewrites tool errors."))
 	add(MetricOutcomeMismatches, err)
+	in.repeats, err = m.Int64Counter(MetricLoopRepeats, metric.WithUnit("{call}"),
+		metric.WithDescription("Tool calls the repeated-call guard answered instead of running them: the same tool with the same arguments again in one turn (action note, or end_turn for the call that ended the turn)."))
+	add(MetricLoopRepeats, err)
 	in.shadowAnn, err = m.Int64Counter(MetricShadowAnnotations, metric.WithUnit("{declaration}"),
 		metric.WithDescription("Tool declarations of model requests left unchanged because their breaker is in shadow mode: an enforcing breaker would have marked them unavailable (or removed them)."))
 	add(MetricShadowAnnotations, err)
