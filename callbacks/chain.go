@@ -164,10 +164,28 @@ type AgentTool struct {
 	skip  bool
 	h     *Handler
 
-	builders sync.Map // registry.Key → *degrade.Builder
+	builders sync.Map                // registry.Key → *degrade.Builder
+	repeat   atomic.Pointer[binding] // the repeated-call guard's view of this tool (no breaker)
 }
 
 var _ runnableTool = (*AgentTool)(nil)
+
+// repeatBinding is the binding the repeated-call guard counts the agent
+// tool's own calls by: its name and repeat limit, no dependency (the
+// sub-run's calls meet their breakers inside).
+func (a *AgentTool) repeatBinding() *binding {
+	if b := a.repeat.Load(); b != nil {
+		return b
+	}
+	r := a.h.res
+	b := &binding{tool: a.Name()}
+	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, 0, b.tool)
+	if b.repeat > 0 {
+		b.toolHash = toolHash(b.tool)
+	}
+	a.repeat.Store(b)
+	return b
+}
 
 // AgentTool returns an agent tool for a (as agenttool.New(a, cfg) builds
 // it) whose sub-agent runs under h's protection, with its accounting in the

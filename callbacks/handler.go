@@ -311,7 +311,14 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		bd, flags = g.binding(), flagGuarded
 	} else {
 		if at, ok := t.(*AgentTool); ok && at.h == h && !h.res.mapped(at.Name()) {
-			return nil, nil // its sub-run is protected inside, call by call (chain.go)
+			// Its sub-run is protected inside, call by call (chain.go); the
+			// caller re-invoking it with the same request is still a loop.
+			if rb := at.repeatBinding(); rb.repeat > 0 {
+				if note := h.checkRepeat(ctx, rb, args); note != nil {
+					return note, nil
+				}
+			}
+			return nil, nil
 		}
 		bd = h.res.bind(t)
 	}

@@ -194,7 +194,7 @@ func (h *Handler) checkRepeat(ctx agent.ToolContext, bd *binding, args map[strin
 		return nil
 	}
 	ends := n > bd.repeat
-	if bd.br != nil && bd.br.Policy().Shadow {
+	if bd.shadow {
 		// Shadow mode changes nothing the model reads: count, do not act.
 		if ro, ok := h.obs.(RepeatObserver); ok {
 			ro.RepeatedCall(ctx, RepeatEvent{Dependency: bd.key, Tool: bd.tool, Calls: n, Limit: bd.repeat, EndsTurn: ends, InvocationID: inv, Shadow: true})

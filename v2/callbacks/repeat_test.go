@@ -145,3 +145,4 @@ type fakeCbCtx struct {
 }
 
 func (c *fakeCbCtx) InvocationID() string { return c.inv }
+func (c *fakeCbCtx) Value(any) any        { return nil } // no chain frame: a root run

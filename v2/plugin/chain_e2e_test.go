@@ -236,7 +236,12 @@ func TestChainSubAgentDependencyTripsSharedBreaker(t *testing.T) {
 }
 
 func TestChainEscalationSpansTheChain(t *testing.T) {
-	e := newChainEnv(t, 1, true, nil, breaker.WithShortCircuitLimit(2), breaker.WithTurnLimit(3))
+	// The stubborn sub-agent repeats one call: the repeated-call guard
+	// would answer its 3rd and end its run at the 4th (tested on its own
+	// elsewhere); off here, so that the short-circuit limits alone are seen
+	// spanning the chain.
+	e := newChainEnv(t, 1, true, nil, breaker.WithShortCircuitLimit(2), breaker.WithTurnLimit(3),
+		breaker.WithRepeatLimit(callbacks.NoRepeatLimit))
 	br, err := e.reg.Get("crm-api")
 	if err != nil {
 		t.Fatal(err)
@@ -397,6 +402,32 @@ func TestChainTurnBudgetIsTheRootTurns(t *testing.T) {
 	}
 	if got := e.depCalls.Load(); got != 1 {
 		t.Fatalf("dependency calls = %d, want 1", got)
+	}
+	e.assertNoPending()
+}
+
+// TestChainRepeatGuardStopsAStubbornChain: a root model that re-invokes a
+// sub-agent with the same request forever, over a sub-agent that repeats
+// one healthy call forever. The repeated-call guard counts both in the
+// root turn: the sub-agent's repeats end its runs, the root's repeated
+// agent-tool calls end the root turn, with a readable answer. Nothing
+// loops, nothing is left behind.
+func TestChainRepeatGuardStopsAStubbornChain(t *testing.T) {
+	e := newChainEnv(t, 1, true, nil)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second) // a safety net: the bug this catches is a turn that never ends
+	defer cancel()
+	evs, err := e.turn(ctx)
+	if err != nil {
+		t.Fatalf("turn: %v", err)
+	}
+	if got := e.depCalls.Load(); got != 2 {
+		t.Fatalf("dependency calls = %d, want 2 (the 3rd identical lookup is answered by the guard)", got)
+	}
+	if r := endedBy(evs); r != string(callbacks.TurnEndRepeatedCall) {
+		t.Fatalf("the root turn ended by %q, want %s", r, callbacks.TurnEndRepeatedCall)
+	}
+	if got := e.models.Load(); got > 12 {
+		t.Fatalf("model calls = %d: the chain kept looping", got)
 	}
 	e.assertNoPending()
 }
