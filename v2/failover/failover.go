@@ -570,6 +570,22 @@ func (m *Model) Status() []EndpointStatus {
 	return out
 }
 
+// ThrottleOf reads the adaptive throttle of the endpoint with the given
+// key: the probability that a call arriving now is sent straight to the
+// next endpoint and the calls shed since the Model was built, as in
+// Status; ok is false for a key that is not one of the Model's endpoints
+// or whose endpoint has no Throttle. Its shape is statuspage's
+// ThrottleSource, so statuspage.WithThrottles(m.ThrottleOf) shows the
+// throttles on the status page without either package importing the other.
+func (m *Model) ThrottleOf(key registry.Key) (rejectProbability float64, rejections uint64, ok bool) {
+	for i := range m.eps {
+		if ep := &m.eps[i]; ep.Key == key && ep.thr != nil {
+			return ep.thr.probability(m.clock.Now()), ep.thr.shed.Load(), true
+		}
+	}
+	return 0, 0, false
+}
+
 // wait is how long until ep may be called: its breaker's RetryAfter (a
 // hint or quota hold is the breaker's own open hold); zero when it may be
 // called now.

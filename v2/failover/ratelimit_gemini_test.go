@@ -22,6 +22,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/v2/failover"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 	"github.com/adkbreaker/adkbreaker/v2/registry/registrytest"
+	"github.com/adkbreaker/adkbreaker/v2/statuspage"
 )
 
 const body429in40s = `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED","details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":"40s"}]}}`
@@ -260,6 +261,31 @@ func TestGeminiThrottleTelemetryAndStatus(t *testing.T) {
 	st := e.m.Status()
 	if st[0].Throttle == nil || st[0].Throttle.Rejections == 0 || st[0].Throttle.RejectProbability <= 0 || st[1].Throttle != nil {
 		t.Fatalf("status = %+v / %+v", st[0].Throttle, st[1].Throttle)
+	}
+	if p, n, ok := e.m.ThrottleOf(e.pKey); !ok || p != st[0].Throttle.RejectProbability || n != st[0].Throttle.Rejections {
+		t.Errorf("ThrottleOf(primary) = %v, %d, %v; status %+v", p, n, ok, *st[0].Throttle)
+	}
+	if _, _, ok := e.m.ThrottleOf(st[1].Key); ok {
+		t.Error("ThrottleOf reports a throttle for the fallback, which has none")
+	}
+	if _, _, ok := e.m.ThrottleOf("model:unknown"); ok {
+		t.Error("ThrottleOf reports a throttle for a key that is no endpoint")
+	}
+	// The status page shows it through ThrottleOf alone.
+	page, err := statuspage.New(e.reg, statuspage.WithThrottles(e.m.ThrottleOf))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer page.Close()
+	shown := map[string]*statuspage.Throttle{}
+	for _, d := range page.Document().Dependencies {
+		shown[d.Name] = d.Throttle
+	}
+	if got := shown[string(e.pKey)]; got == nil || got.RejectProbability != st[0].Throttle.RejectProbability || got.Rejections != st[0].Throttle.Rejections {
+		t.Errorf("status page throttle of the primary = %+v, want %+v", got, *st[0].Throttle)
+	}
+	if got, ok := shown[string(st[1].Key)]; !ok || got != nil {
+		t.Errorf("status page throttle of the fallback = %+v (listed %v), want listed without one", got, ok)
 	}
 	b := mustBreaker(t, e.reg, e.pKey)
 	rep := b.Reported()

@@ -232,3 +232,47 @@ func TestBrowserShowsFleetSharingLive(t *testing.T) {
 		t.Errorf("health %q: a fleet that is not sharing must not degrade the page", health)
 	}
 }
+
+// TestBrowserShowsThrottleLive: a dependency's throttle badge appears in
+// its row when the throttle starts shedding, follows the probability and
+// goes when it stops, over the event stream without a reload; the health
+// stays "all available".
+func TestBrowserShowsThrottleLive(t *testing.T) {
+	ctx := chromium(t)
+	var percent, shed atomic.Uint64
+	reg, page := serveRealClock(t, statuspage.WithThrottles(func(k registry.Key) (float64, uint64, bool) {
+		return float64(percent.Load()) / 100, shed.Load(), k == "model:primary"
+	}))
+	for _, k := range []registry.Key{"model:primary", "model:fallback"} {
+		if _, err := reg.Get(k); err != nil {
+			t.Fatal(err)
+		}
+	}
+	badge := func(dep string) string {
+		return `(function (e) { return e ? e.textContent + "|" + e.title : ""; })(document.querySelector('#deps tr[data-dep="` + dep + `"] .throttle'))`
+	}
+	do(t, ctx,
+		chromedp.Navigate(page),
+		poll(`document.getElementById("live").textContent === "live"`),
+	)
+	if b := eval[string](t, ctx, badge("model:primary")); b != "" {
+		t.Errorf("badge %q before the throttle sheds anything", b)
+	}
+	eval[int](t, ctx, `window.__noReload = 7`)
+
+	percent.Store(33)
+	shed.Store(12)
+	do(t, ctx, poll(badge("model:primary")+` === "throttling 33 %|adaptive throttle: 12 calls sent straight to the next endpoint"`))
+	if b := eval[string](t, ctx, badge("model:fallback")); b != "" {
+		t.Errorf("the fallback, which has no throttle, has a badge %q", b)
+	}
+	if health := text(t, ctx, "#health"); health != "all available" {
+		t.Errorf("health %q: a throttle must not degrade the page", health)
+	}
+
+	percent.Store(0) // the storm is over
+	do(t, ctx, poll(badge("model:primary")+` === ""`))
+	if marker := eval[int](t, ctx, `window.__noReload`); marker != 7 {
+		t.Error("the page reloaded")
+	}
+}

@@ -164,7 +164,8 @@ func TestDocsStatusExampleIsComplete(t *testing.T) {
 	reg, clk := fakeRegistry(t, registry.WithPolicy("billing-api", registry.Policy{NoJitter: true}))
 	b := mustGet(t, reg, "billing-api")
 	h, _ := newPage(t, reg, statuspage.WithTools(map[registry.Key][]string{"billing-api": {"get_invoice"}}),
-		statuspage.WithFleet(func() (bool, string, map[string]uint64) { return true, "", map[string]uint64{"published": 1} }))
+		statuspage.WithFleet(func() (bool, string, map[string]uint64) { return true, "", map[string]uint64{"published": 1} }),
+		statuspage.WithThrottles(func(registry.Key) (float64, uint64, bool) { return 0.25, 3, true }))
 	calls(clk, b, 5, time.Millisecond, registry.Failure)
 	calls(clk, b, 1, 0, registry.Success)
 	clk.Advance(time.Second)

@@ -31,8 +31,11 @@
 //	                    time; every attempt is logged and counted
 //
 // A replica that shares its breakers through Redis (package fleet) shows
-// its fleet state and counters on the page with WithFleet(f.Status);
-// WithTools names the tools behind each dependency.
+// its fleet state and counters on the page with WithFleet(f.Status); a
+// failover model shows its endpoints' adaptive throttles with
+// WithThrottles(m.ThrottleOf); WithTools names the tools behind each
+// dependency. Those options take funcs of plain types, so this package
+// depends on neither.
 //
 // For an incident the page shows an isolated dependency apart from an open
 // one, the window that tripped a breaker (its own counts start again at

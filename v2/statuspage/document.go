@@ -81,6 +81,9 @@ type Dependency struct {
 	RecentRefusals []Refusal `json:"recent_refusals"`
 	// Rates are the last ten minutes of traffic.
 	Rates Rates `json:"rates"`
+	// Throttle is the dependency's client-side adaptive throttle
+	// (WithThrottles); absent when it has none.
+	Throttle *Throttle `json:"throttle,omitempty"`
 }
 
 // PolicyInfo is the part of a dependency's policy an operator reads.
@@ -215,6 +218,7 @@ func (h *Handler) Document() Document {
 			dep.Cause = s.Cause.String()
 		}
 		dep.Policy = policyInfo(p)
+		dep.Throttle = h.throttleOf(s.Key)
 		dep.Tools = h.o.tools[s.Key]
 		if dep.Tools == nil {
 			dep.Tools = []string{}

@@ -19,20 +19,43 @@ import (
 var pageHTML string
 
 var pageTmpl = template.Must(template.New("page").Funcs(template.FuncMap{
-	"pct":     func(p *float64) float64 { return *p * 100 },
-	"join":    strings.Join,
-	"stamp":   stamp,
-	"rfc3339": func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
-	"secs":    secs,
-	"plural": func(n any, one, many string) string { // n: any integer
-		if s := fmt.Sprint(n); s != "1" {
-			return s + " " + many
-		}
-		return "1 " + one
-	},
-	"policy":     policyText,
-	"tripWindow": tripWindow,
+	"pct":           func(p *float64) float64 { return *p * 100 },
+	"join":          strings.Join,
+	"stamp":         stamp,
+	"rfc3339":       func(t time.Time) string { return t.UTC().Format(time.RFC3339) },
+	"secs":          secs,
+	"plural":        plural,
+	"throttleTitle": throttleTitle,
+	"policy":        policyText,
+	"tripWindow":    tripWindow,
+	"throttling":    throttling,
 }).Parse(pageHTML))
+
+// throttling is a dependency's throttle badge ("throttling 33 %"), or ""
+// for none or one that sheds nothing now (the script's throttling).
+func throttling(t *Throttle) string {
+	if t == nil || !(t.RejectProbability > 0) {
+		return ""
+	}
+	n := math.Round(t.RejectProbability * 100)
+	if n < 1 {
+		return "throttling <1 %"
+	}
+	return fmt.Sprintf("throttling %.0f %%", n)
+}
+
+// throttleTitle is the badge's tooltip (the script's throttleTitle).
+func throttleTitle(t *Throttle) string {
+	return fmt.Sprintf("adaptive throttle: %s sent straight to the next endpoint", plural(t.Rejections, "call", "calls"))
+}
+
+// plural is n with its noun; n is any integer.
+func plural(n any, one, many string) string {
+	if s := fmt.Sprint(n); s != "1" {
+		return s + " " + many
+	}
+	return "1 " + one
+}
 
 // stamp is a time as the page shows it without JavaScript: UTC, named.
 func stamp(t time.Time) string { return t.UTC().Format("2006-01-02 15:04:05 MST") }

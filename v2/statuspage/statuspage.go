@@ -49,6 +49,9 @@ type options struct {
 	fleetSet   bool
 	tools      map[registry.Key][]string
 	toolsErrs  []error
+
+	throttles    []ThrottleSource
+	throttleErrs []error
 }
 
 // WithHistory sets how many recent transitions are kept for the page's
@@ -170,6 +173,7 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 		errs = append(errs, errFleetNil)
 	}
 	errs = append(errs, o.toolsErrs...)
+	errs = append(errs, o.throttleErrs...)
 	if len(o.title) > 200 {
 		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
 	}

@@ -64,11 +64,12 @@ func get(t *testing.T, u string) (*http.Response, string) {
 
 func TestNewListsEveryProblem(t *testing.T) {
 	_, err := statuspage.New(nil, statuspage.WithHistory(0), statuspage.WithRefresh(time.Nanosecond),
-		statuspage.WithMaxStreams(-1), statuspage.WithActions("short-secret"), statuspage.WithFleet(nil))
+		statuspage.WithMaxStreams(-1), statuspage.WithActions("short-secret"), statuspage.WithFleet(nil),
+		statuspage.WithThrottles(nil))
 	if err == nil {
 		t.Fatal("New accepted invalid options")
 	}
-	for _, want := range []string{"registry is nil", "history 0", "refresh 1ns", "max streams -1", "token must be at least", "WithFleet"} {
+	for _, want := range []string{"registry is nil", "history 0", "refresh 1ns", "max streams -1", "token must be at least", "WithFleet", "WithThrottles: a source func is nil"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q lacks %q", err, want)
 		}

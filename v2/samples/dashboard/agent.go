@@ -126,7 +126,8 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 	if err != nil {
 		return sum, err
 	}
-	page, err := statuspage.New(reg, statuspage.WithTitle("adkbreaker sample"), statuspage.WithRefresh(time.Second))
+	page, err := statuspage.New(reg, statuspage.WithTitle("adkbreaker sample"), statuspage.WithRefresh(time.Second),
+		statuspage.WithThrottles(llm.ThrottleOf)) // the primary's throttle in its row
 	if err != nil {
 		return sum, err
 	}
