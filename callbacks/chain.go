@@ -59,10 +59,17 @@ type chainFrame struct {
 	reason  degrade.Reason
 }
 
+// activeSubRuns counts the sub-runs running now (any handler): while it is
+// zero no context carries a frame, and chainOf does not look.
+var activeSubRuns atomic.Int64
+
 // chainOf returns the accounting key of invocation inv — the root
 // invocation when ctx is a sub-run's — and the sub-run's frame (nil for a
 // root run).
 func chainOf(ctx context.Context, inv string) (string, *chainFrame) {
+	if activeSubRuns.Load() == 0 {
+		return inv, nil // no sub-run anywhere: no frame to look up (the tool path's common case)
+	}
 	if f, _ := ctx.Value(chainKey{}).(*chainFrame); f != nil {
 		return f.root, f
 	}
@@ -377,6 +384,8 @@ func (t *AgentTool) Run(ctx agent.ToolContext, args any) (map[string]any, error)
 	root, _ := chainOf(ctx, ctx.InvocationID())
 	f := &chainFrame{root: root}
 	sctx := context.WithValue(ctx, chainKey{}, f)
+	activeSubRuns.Add(1) // before the sub-run's first callback, after its last
+	defer activeSubRuns.Add(-1)
 	sub, err := svc.Create(sctx, &session.CreateRequest{AppName: name, UserID: ctx.UserID(), State: state})
 	if err != nil {
 		return nil, fmt.Errorf("failed to create session for sub-agent %s: %w", name, err)
