@@ -322,7 +322,8 @@ func (h *Handler) PluginConfig(name string) adkplugin.Config {
 		BeforeModelCallback: h.BeforeModel,
 		BeforeRunCallback:   h.BeforeRun,
 		AfterRunCallback:    h.AfterRun,
-		OnEventCallback:     h.OnEvent, // turnend.go: an ended turn ends a LoopAgent
+		AfterModelCallback:  h.AfterModel, // repeat.go: counts the calls the model lists
+		OnEventCallback:     h.OnEvent,    // turnend.go: an ended turn ends a LoopAgent
 	}
 }
 

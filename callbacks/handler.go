@@ -194,7 +194,8 @@ type Handler struct {
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
 
-	repeats     *repeatTable // repeat.go
+	repeats     *repeatTable // repeat.go: nil while the guard is off for every tool
+	marks       repeatMarks
 	repeatEnded repeatEnds
 	alts        *altCheck // alternatives.go
 }
@@ -313,7 +314,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		if at, ok := t.(*AgentTool); ok && at.h == h && !h.res.mapped(at.Name()) {
 			// Its sub-run is protected inside, call by call (chain.go); the
 			// caller re-invoking it with the same request is still a loop.
-			if rb := at.repeatBinding(); rb.repeat > 0 {
+			if rb := at.repeatBinding(); rb.repeat > 0 && h.marks.n.Load() != 0 {
 				if note := h.checkRepeat(ctx, rb, args); note != nil {
 					return note, nil
 				}
@@ -322,7 +323,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		}
 		bd = h.res.bind(t)
 	}
-	if bd.repeat > 0 {
+	if bd.repeat > 0 && h.marks.n.Load() != 0 {
 		if note := h.checkRepeat(ctx, bd, args); note != nil {
 			return note, nil // repeat.go: the tool does not run again
 		}
@@ -629,6 +630,7 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	h.tix.drain(inv)
 	h.ledger.Release(inv)
 	h.repeatEnded.take(inv)
+	h.marks.release(inv)
 }
 
 // BeforeModel ends the turn when the invocation's short-circuit budget or
@@ -821,5 +823,5 @@ func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclarati
 // invocations hold short-circuit accounting. Both return to zero when every
 // run has ended; tests and health checks use them.
 func (h *Handler) Pending() (tickets, invocations int) {
-	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len()
+	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len() + h.marks.runs()
 }

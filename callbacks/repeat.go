@@ -22,9 +22,12 @@ import (
 // note (degrade.RepeatNote) instead of running the tool again, and the
 // next one ends the turn: its call escalates and the following model call
 // is answered by BeforeModel with a final answer (TurnEndRepeatedCall).
-// Calls are counted in BeforeTool, before the breaker is asked, so that
-// successes, failures and short-circuits all count, and parallel calls of
-// one model response too.
+// Calls are counted where the model lists them, in AfterModel (every call
+// of a response, parallel ones included, whatever happens to it next), so
+// that successes, failures and short-circuits all count; a call that is
+// not the first of its kind in the turn is marked for BeforeTool, which
+// answers it (before the breaker is asked) once it reaches the limit. The
+// tool path itself pays one atomic load while no call is marked.
 
 // DefaultRepeatLimit is the N of the repeated-call guard when
 // Config.RepeatLimit is 0.
@@ -179,18 +182,50 @@ func (e *repeatEnds) take(inv string) (repeatEnd, bool) {
 
 func (e *repeatEnds) len() int { return int(e.n.Load()) }
 
-// checkRepeat counts a call of a tool whose repeat limit is on, and
-// returns the note that answers it when it is a repeat at or past the
-// limit (nil otherwise).
-func (h *Handler) checkRepeat(ctx agent.ToolContext, bd *binding, args map[string]any) map[string]any {
-	// Calls count in the root's turn (a sub-agent behind an agent tool
-	// repeating itself across sub-runs is one loop); the turn that ends is
-	// the run's own, sub, so that its caller can still answer (chain.go).
+// countCalls counts every function call of a model response in the root
+// turn's table and marks those that are not the first of their kind (a
+// count of 2 or more: every repeat limit is at least 2) for BeforeTool.
+// It runs on the model path, once per response.
+func (h *Handler) countCalls(ctx agent.CallbackContext, resp *model.LLMResponse) {
+	if h.repeats == nil || resp == nil || resp.Partial || resp.Content == nil {
+		return
+	}
 	sub := ctx.InvocationID()
 	inv, _ := chainOf(ctx, sub)
-	hs := callHash(inv, bd.toolHash, args)
-	n := h.repeats.add(hs)
-	if n < bd.repeat {
+	for _, p := range resp.Content.Parts {
+		fc := p.FunctionCall
+		if fc == nil || fc.Name == "" {
+			continue
+		}
+		hs := callHash(inv, toolHash(fc.Name), fc.Args)
+		if n := h.repeats.add(hs); n >= 2 {
+			h.marks.put(sub, hs, n)
+		}
+	}
+}
+
+// AfterModel counts the calls of a model response for the repeated-call
+// guard (countCalls). It changes nothing: it always returns (nil, nil), so
+// later plugins and the agent's own callbacks still run.
+func (h *Handler) AfterModel(ctx agent.CallbackContext, resp *model.LLMResponse, err error) (*model.LLMResponse, error) {
+	if err == nil {
+		defer func() { _ = recover() }() // a fault here must not fail the model call
+		h.countCalls(ctx, resp)
+	}
+	return nil, nil
+}
+
+// checkRepeat answers a call of a tool whose repeat limit is on, when the
+// model's response marked it (countCalls) as a repeat at or past the
+// limit; nil otherwise (the call goes on).
+func (h *Handler) checkRepeat(ctx agent.ToolContext, bd *binding, args map[string]any) map[string]any {
+	// Calls count in the root's turn (a sub-agent repeating itself across
+	// sub-runs is one loop); the turn that ends is the run's own, sub, so
+	// that its caller can still answer (chain.go).
+	sub := ctx.InvocationID()
+	inv, _ := chainOf(ctx, sub)
+	n, ok := h.marks.take(sub, callHash(inv, bd.toolHash, args))
+	if !ok || n < bd.repeat {
 		return nil
 	}
 	ends := n > bd.repeat
@@ -209,6 +244,76 @@ func (h *Handler) checkRepeat(ctx agent.ToolContext, bd *binding, args map[strin
 		ro.RepeatedCall(ctx, RepeatEvent{Dependency: bd.key, Tool: bd.tool, Calls: n, Limit: bd.repeat, EndsTurn: ends, InvocationID: inv})
 	}
 	return degrade.RepeatNote(bd.tool, n-1, ends)
+}
+
+// repeatMarks holds, per run (invocation), the calls its model responses
+// listed that were not the first of their kind in the turn, with their
+// counts in the order the model listed them, until BeforeTool meets them or
+// AfterRun releases them (a listed call that never ran: a plugin before
+// this one answered it, or the tool was not found).
+type repeatMarks struct {
+	n  atomic.Int64 // marks held: BeforeTool looks only when there are any
+	mu sync.Mutex
+	m  map[string]map[uint64][]int
+}
+
+func (r *repeatMarks) put(run string, h uint64, count int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.m == nil {
+		r.m = map[string]map[uint64][]int{}
+	}
+	byHash := r.m[run]
+	if byHash == nil {
+		byHash = map[uint64][]int{}
+		r.m[run] = byHash
+	}
+	byHash[h] = append(byHash[h], count)
+	r.n.Add(1)
+}
+
+// take pops the first mark of call h in run.
+func (r *repeatMarks) take(run string, h uint64) (int, bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	counts := r.m[run][h]
+	if len(counts) == 0 {
+		return 0, false
+	}
+	n := counts[0]
+	if len(counts) == 1 {
+		delete(r.m[run], h)
+		if len(r.m[run]) == 0 {
+			delete(r.m, run)
+		}
+	} else {
+		r.m[run][h] = counts[1:]
+	}
+	r.n.Add(-1)
+	return n, true
+}
+
+// release drops run's marks (its AfterRun).
+func (r *repeatMarks) release(run string) {
+	if r.n.Load() == 0 {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, counts := range r.m[run] {
+		r.n.Add(-int64(len(counts)))
+	}
+	delete(r.m, run)
+}
+
+// runs is how many runs hold marks (for Pending).
+func (r *repeatMarks) runs() int {
+	if r.n.Load() == 0 {
+		return 0
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.m)
 }
 
 // endRepeated ends the run sub (in the root turn inv; the same for a root

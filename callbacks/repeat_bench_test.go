@@ -8,6 +8,8 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/registry"
+	"google.golang.org/adk/model"
+	"google.golang.org/genai"
 )
 
 // BenchmarkRepeatGuard measures the repeated-call guard on the plugin's
@@ -42,12 +44,22 @@ func BenchmarkRepeatGuard(b *testing.B) {
 			gt := h.Guard(&runTool{fakeTool{name: "get_invoice"}}).(*callbacks.GuardedTool)
 			ctx := &fakeToolCtx{std: context.Background(), call: "adk-call"}
 			ictx := &fakeInvCtx{}
+			cbctx := &fakeCbCtx{}
+			// Each call is listed by a model response of its own (AfterModel
+			// counts it), the worst case: a response usually lists several.
+			listed := make([]*model.LLMResponse, calls)
+			for i, a := range args {
+				listed[i] = &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+					{FunctionCall: &genai.FunctionCall{Name: "get_invoice", Args: a}}}}}
+			}
 			b.ReportAllocs()
 			n := 0
 			for b.Loop() {
 				ctx.inv = invs[n&(len(invs)-1)]
 				n++
-				for _, a := range args {
+				cbctx.inv = ctx.inv
+				for i, a := range args {
+					h.AfterModel(cbctx, listed[i], nil)
 					if r, _ := h.BeforeTool(ctx, gt, a); r != nil {
 						b.Fatal("refused")
 					}

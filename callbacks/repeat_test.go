@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
+	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/registry"
@@ -113,6 +115,10 @@ func TestRepeatStateReleasedByAfterRun(t *testing.T) {
 		ctx := &actCtx{fakeToolCtx: fakeToolCtx{std: context.Background(), inv: fmt.Sprint("e-", viaModel), call: "c"}}
 		var got []any
 		for range 4 {
+			// The model lists the call (AfterModel counts it), then it runs.
+			listed := &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+				{FunctionCall: &genai.FunctionCall{Name: "get_invoice", Args: map[string]any{"id": "7"}}}}}}
+			h.AfterModel(&fakeCbCtx{inv: ctx.inv}, listed, nil)
 			r, _ := h.BeforeTool(ctx, tl, map[string]any{"id": "7"})
 			got = append(got, r["turn_ended"])
 			h.AfterTool(ctx, tl, map[string]any{"id": "7"}, nil, nil)
@@ -144,3 +150,31 @@ type fakeCbCtx struct {
 
 func (c *fakeCbCtx) InvocationID() string { return c.inv }
 func (c *fakeCbCtx) Value(any) any        { return nil } // no chain frame: a root run
+
+// TestListedCallsThatNeverRanAreReleased: a call the model listed again
+// but that never reached BeforeTool (another plugin answered it, or the
+// tool does not exist) leaves a mark; AfterRun releases it.
+func TestListedCallsThatNeverRanAreReleased(t *testing.T) {
+	h, err := callbacks.New(callbacks.Config{Registry: registry.MustNew()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+		{FunctionCall: &genai.FunctionCall{Name: "get_invoice", Args: map[string]any{"id": "7"}}},
+		{FunctionCall: &genai.FunctionCall{Name: "get_invoice", Args: map[string]any{"id": "7"}}},
+	}}}
+	h.AfterModel(&fakeCbCtx{inv: "e-1"}, listed, nil)
+	if _, inv := h.Pending(); inv != 1 {
+		t.Fatalf("invocations = %d, want 1 (the second listed call's mark)", inv)
+	}
+	h.AfterRun(&fakeInvCtx{inv: "e-1"})
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("left behind: %d tickets, %d invocations", tk, inv)
+	}
+	// A partial response and a failed model call count nothing.
+	h.AfterModel(&fakeCbCtx{inv: "e-2"}, &model.LLMResponse{Partial: true, Content: listed.Content}, nil)
+	h.AfterModel(&fakeCbCtx{inv: "e-2"}, listed, errors.New("boom"))
+	if _, inv := h.Pending(); inv != 0 {
+		t.Fatalf("invocations = %d after a partial response and a failed call, want 0", inv)
+	}
+}

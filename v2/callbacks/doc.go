@@ -79,7 +79,8 @@
 //
 // # Repeated calls
 //
-// BeforeTool counts every call by (invocation, tool, canonical arguments):
+// AfterModel counts every call the model lists by (invocation, tool,
+// canonical arguments), and BeforeTool answers the repeats:
 // the Config.RepeatLimit-th identical call (default 3) is answered with
 // degrade.RepeatNote instead of running, the next one escalates and the
 // following model call is answered with a final answer
