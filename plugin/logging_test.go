@@ -31,6 +31,13 @@ func (c *logCapture) Write(p []byte) (int, error) {
 	return c.buf.Write(p)
 }
 
+// text is everything written so far.
+func (c *logCapture) text() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.buf.String()
+}
+
 func (c *logCapture) logger() *slog.Logger {
 	return slog.New(slog.NewJSONHandler(c, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }

@@ -75,21 +75,33 @@ func TestShadowModeAdmitsEveryCallAndCountsExactly(t *testing.T) {
 // newEnv builds them (without its blocking hook).
 func outageTools(t *testing.T, backend *fakebackend.Server) []tool.Tool {
 	t.Helper()
-	call := func(ctx agent.ToolContext, path string) (map[string]any, error) {
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, backend.URL()+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := backend.Client().Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if err := callbacks.CheckResponse(resp); err != nil {
-			return nil, err
-		}
-		return map[string]any{"invoice": path, "status": "paid"}, nil
+	return invoiceTools(t, func(ctx agent.ToolContext, path string) (map[string]any, error) {
+		return getInvoice(ctx, backend, path)
+	})
+}
+
+// getInvoice GETs path from backend and classifies the answer as the
+// plugin's users do (callbacks.CheckResponse).
+func getInvoice(ctx agent.ToolContext, backend *fakebackend.Server, path string) (map[string]any, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, backend.URL()+path, nil)
+	if err != nil {
+		return nil, err
 	}
+	resp, err := backend.Client().Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if err := callbacks.CheckResponse(resp); err != nil {
+		return nil, err
+	}
+	return map[string]any{"invoice": path, "status": "paid"}, nil
+}
+
+// invoiceTools are get_invoice (an ID) and list_invoices, both calling
+// call with their backend path.
+func invoiceTools(t *testing.T, call func(ctx agent.ToolContext, path string) (map[string]any, error)) []tool.Tool {
+	t.Helper()
 	get, err := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch one invoice by ID."},
 		func(ctx agent.ToolContext, a invoiceArgs) (map[string]any, error) {
 			return call(ctx, "/invoices/"+a.ID)

@@ -1,10 +1,8 @@
 package plugin_test
 
 import (
-	"bytes"
 	"log"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -21,24 +19,6 @@ import (
 	"google.golang.org/genai"
 )
 
-// syncBuffer is a bytes.Buffer safe for the standard logger's writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestNoContextMisuseOnTheStandardLogger: through a whole outage on the
 // real runner (failures, the trip, short-circuits, escalation, the probe,
 // recovery), the plugin never calls a method a context does not support.
@@ -46,7 +26,7 @@ func (s *syncBuffer) String() string {
 // a zero value and a line on the standard logger ("FunctionCallID() is not
 // supported for callback context"): no such line may appear.
 func TestNoContextMisuseOnTheStandardLogger(t *testing.T) {
-	var buf syncBuffer
+	var buf logCapture
 	prev, flags := log.Writer(), log.Flags()
 	log.SetOutput(&buf)
 	t.Cleanup(func() { log.SetOutput(prev); log.SetFlags(flags) })
@@ -66,7 +46,7 @@ func TestNoContextMisuseOnTheStandardLogger(t *testing.T) {
 		t.Fatalf("state = %v, want closed after the probe", st)
 	}
 	e.assertNoPending()
-	if out := buf.String(); strings.Contains(out, "not supported for") {
+	if out := buf.text(); strings.Contains(out, "not supported for") {
 		t.Errorf("the standard logger reports context misuse:\n%s", out)
 	}
 }
@@ -75,7 +55,7 @@ func TestNoContextMisuseOnTheStandardLogger(t *testing.T) {
 // Registry.Admitted (which asks "is this a call the plugin admitted?") is
 // answered false without calling its tool-only methods, on both ADK lines.
 func TestAdmittedRefusesACallbackContextQuietly(t *testing.T) {
-	var buf syncBuffer
+	var buf logCapture
 	prev := log.Writer()
 	log.SetOutput(&buf)
 	t.Cleanup(func() { log.SetOutput(prev) })
@@ -111,7 +91,7 @@ func TestAdmittedRefusesACallbackContextQuietly(t *testing.T) {
 	if asked != 1 || admitted != 0 {
 		t.Fatalf("asked %d, admitted %d: want 1 and 0", asked, admitted)
 	}
-	if out := buf.String(); strings.Contains(out, "not supported for") {
+	if out := buf.text(); strings.Contains(out, "not supported for") {
 		t.Errorf("the standard logger reports context misuse:\n%s", out)
 	}
 }

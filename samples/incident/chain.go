@@ -14,8 +14,6 @@ import (
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
 	adkplugin "google.golang.org/adk/plugin"
-	"google.golang.org/adk/runner"
-	"google.golang.org/adk/session"
 	"google.golang.org/adk/tool"
 	"google.golang.org/adk/tool/agenttool"
 	"google.golang.org/adk/tool/functiontool"
@@ -181,21 +179,9 @@ func runChain(mode string, v variant) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := session.InMemoryService()
-	r, err := runner.New(runner.Config{AppName: "incident", Agent: root, SessionService: svc, AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: plugins}})
-	if err != nil {
+	if err := replay(s, root, plugins, chainTurnEvery, res); err != nil {
 		return nil, err
 	}
-	n := int(simulated / chainTurnEvery)
-	res.turns = make([]turnStats, n)
-	s.Go(func() {
-		for i := range n {
-			s.Go(func() { turn(s, r, svc, i, &res.turns[i]) })
-			s.Sleep(chainTurnEvery)
-		}
-	})
-	s.Run()
 	res.dep = dep.st
 	return res, nil
 }

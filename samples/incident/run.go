@@ -296,23 +296,33 @@ func run(mode string, healthy time.Duration, v variant) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := session.InMemoryService()
-	r, err := runner.New(runner.Config{AppName: "incident", Agent: a, SessionService: svc, AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: plugins}})
-	if err != nil {
+	if err := replay(s, a, plugins, turnEvery, res); err != nil {
 		return nil, err
 	}
-	n := int(simulated / turnEvery)
+	res.dep = dep.st
+	return res, nil
+}
+
+// replay runs root on ADK's runner with plugins, a new user turn every
+// `every` for the simulated time (the traffic), recording each turn in
+// res.turns, until the simulation ends.
+func replay(s *sim, root agent.Agent, plugins []*adkplugin.Plugin, every time.Duration, res *result) error {
+	svc := session.InMemoryService()
+	r, err := runner.New(runner.Config{AppName: "incident", Agent: root, SessionService: svc, AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: plugins}})
+	if err != nil {
+		return err
+	}
+	n := int(simulated / every)
 	res.turns = make([]turnStats, n)
-	s.Go(func() { // the traffic: a new user turn every 100 ms
+	s.Go(func() {
 		for i := range n {
 			s.Go(func() { turn(s, r, svc, i, &res.turns[i]) })
-			s.Sleep(turnEvery)
+			s.Sleep(every)
 		}
 	})
 	s.Run()
-	res.dep = dep.st
-	return res, nil
+	return nil
 }
 
 func turn(s *sim, r *runner.Runner, svc session.Service, i int, ts *turnStats) {

@@ -75,40 +75,14 @@ func newEnv(t *testing.T, step scripted.Step, opts ...breaker.Option) *env {
 		t.Fatal(err)
 	}
 	e.llm = scripted.New("scripted", step)
-	client := e.backend.Client()
-	call := func(ctx agent.Context, path string) (map[string]any, error) {
+	e.useTools(p, invoiceTools(t, func(ctx agent.Context, path string) (map[string]any, error) {
 		if e.block.Load() {
 			e.started <- struct{}{}
 			<-ctx.Done()
 			return nil, ctx.Err()
 		}
-		req, err := http.NewRequestWithContext(ctx, http.MethodGet, e.backend.URL()+path, nil)
-		if err != nil {
-			return nil, err
-		}
-		resp, err := client.Do(req)
-		if err != nil {
-			return nil, err
-		}
-		defer resp.Body.Close()
-		if err := callbacks.CheckResponse(resp); err != nil {
-			return nil, err
-		}
-		return map[string]any{"invoice": path, "status": "paid"}, nil
-	}
-	getInvoice, err := functiontool.New(functiontool.Config{Name: "get_invoice", Description: "Fetch one invoice by ID."},
-		func(ctx agent.Context, a invoiceArgs) (map[string]any, error) {
-			return call(ctx, "/invoices/"+a.ID)
-		})
-	if err != nil {
-		t.Fatal(err)
-	}
-	listInvoices, err := functiontool.New(functiontool.Config{Name: "list_invoices", Description: "List invoices."},
-		func(ctx agent.Context, _ struct{}) (map[string]any, error) { return call(ctx, "/invoices") })
-	if err != nil {
-		t.Fatal(err)
-	}
-	e.useTools(p, getInvoice, listInvoices)
+		return getInvoice(ctx, e.backend, path)
+	})...)
 	return e
 }
 

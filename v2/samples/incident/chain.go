@@ -16,8 +16,6 @@ import (
 	"google.golang.org/adk/v2/agent/llmagent"
 	"google.golang.org/adk/v2/model"
 	adkplugin "google.golang.org/adk/v2/plugin"
-	"google.golang.org/adk/v2/runner"
-	"google.golang.org/adk/v2/session"
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/agenttool"
 	"google.golang.org/adk/v2/tool/functiontool"
@@ -183,21 +181,9 @@ func runChain(mode string, v variant) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	svc := session.InMemoryService()
-	r, err := runner.New(runner.Config{AppName: "incident", Agent: root, SessionService: svc, AutoCreateSession: true,
-		PluginConfig: runner.PluginConfig{Plugins: plugins}})
-	if err != nil {
+	if err := replay(s, root, plugins, chainTurnEvery, res); err != nil {
 		return nil, err
 	}
-	n := int(simulated / chainTurnEvery)
-	res.turns = make([]turnStats, n)
-	s.Go(func() {
-		for i := range n {
-			s.Go(func() { turn(s, r, svc, i, &res.turns[i]) })
-			s.Sleep(chainTurnEvery)
-		}
-	})
-	s.Run()
 	res.dep = dep.st
 	return res, nil
 }
