@@ -11,10 +11,10 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// seed002 is the enrichment dependency of the reference incident (docs/incident.md): 50% over a
+// incidentYAML is the enrichment dependency of the reference incident (docs/incident.md): 50% over a
 // 20-call window, 30s cool-down, 5s timeout, bulkhead of 20, and the
 // consecutive gate off.
-const seed002YAML = `
+const incidentYAML = `
 version: 1
 dependencies:
   enrichment:
@@ -31,7 +31,7 @@ dependencies:
       slow_in_flight_calls: 3
 `
 
-const seed002JSON = `{"version": 1, "dependencies": {"enrichment": {"tools": ["enrich"], "policy": {
+const incidentJSON = `{"version": 1, "dependencies": {"enrichment": {"tools": ["enrich"], "policy": {
   "failure_rate": 0.5, "count_window": 20, "disable_consecutive_failures": true, "open_for": "30s",
   "call_timeout": 5, "max_concurrent": 20, "queue_wait": "50ms", "slow_in_flight": "1s", "slow_in_flight_calls": 3}}}}`
 
@@ -44,7 +44,7 @@ func TestContainmentKeys(t *testing.T) {
 	for _, tc := range []struct {
 		src string
 		f   config.Format
-	}{{seed002YAML, config.YAML}, {seed002JSON, config.JSON}} {
+	}{{incidentYAML, config.YAML}, {incidentJSON, config.JSON}} {
 		f := mustParse(t, tc.src, tc.f)
 		if got := f.PolicyFor("enrichment"); got != want {
 			t.Errorf("%s: policy =\n%+v, want\n%+v", tc.f, got, want)
