@@ -21,7 +21,8 @@
 //     "//go:build ignore" (so the root module never builds them): that line is
 //     dropped.
 //   - Other files (templates, testdata, embedded assets) are copied as they are;
-//     Markdown is not (the docs live once, at the root).
+//     Markdown is not (the docs live once, at the root), nor anything git
+//     ignores (test binaries, profiles).
 //
 // v2/go.mod, v2/go.sum and v2/README.md are the v2 line's own, kept by hand:
 // genv2 never writes them. Every other file under v2/ is removed first, so a
@@ -40,6 +41,7 @@ import (
 	"go/format"
 	"io/fs"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"sort"
@@ -130,6 +132,7 @@ func findRoot() (string, error) {
 // generate returns the files v2/ should hold, by slash path relative to v2/.
 func generate(root string) (map[string][]byte, error) {
 	out := map[string][]byte{}
+	skip := gitIgnored(root)
 	err := filepath.WalkDir(root, func(path string, d fs.DirEntry, err error) error {
 		if err != nil {
 			return err
@@ -147,8 +150,8 @@ func generate(root string) (map[string][]byte, error) {
 			}
 			return nil
 		}
-		if !strings.Contains(rel, "/") || strings.HasSuffix(rel, ".md") || !d.Type().IsRegular() {
-			return nil // root files (go.mod, README, …) and docs are not copied
+		if !strings.Contains(rel, "/") || strings.HasSuffix(rel, ".md") || !d.Type().IsRegular() || skip[rel] {
+			return nil // root files (go.mod, README, …), docs and what git ignores (test binaries, profiles) are not copied
 		}
 		src, err := os.ReadFile(path)
 		if err != nil {
@@ -251,9 +254,27 @@ func outsidePath(rel, lit string) string {
 	return lit
 }
 
+// gitIgnored returns the files below root that git ignores (build
+// artifacts such as *.test and profiles), by slash path relative to root;
+// none outside a git checkout.
+func gitIgnored(root string) map[string]bool {
+	out, err := exec.Command("git", "-C", root, "ls-files", "--others", "--ignored", "--exclude-standard").Output()
+	if err != nil {
+		return nil
+	}
+	m := map[string]bool{}
+	for _, l := range strings.Split(string(out), "\n") {
+		if l != "" {
+			m[l] = true
+		}
+	}
+	return m
+}
+
 // current returns the files under dir that genv2 owns.
 func current(dir string) (map[string][]byte, error) {
 	have := map[string][]byte{}
+	skip := gitIgnored(filepath.Dir(dir))
 	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
 		if errors.Is(err, fs.ErrNotExist) && path == dir {
 			return filepath.SkipDir
@@ -263,7 +284,7 @@ func current(dir string) (map[string][]byte, error) {
 		}
 		rel, _ := filepath.Rel(dir, path)
 		rel = filepath.ToSlash(rel)
-		if kept[rel] {
+		if kept[rel] || skip[outDir+"/"+rel] {
 			return nil
 		}
 		b, err := os.ReadFile(path)
