@@ -192,6 +192,11 @@ func (h *Handler) countCalls(ctx agent.CallbackContext, resp *model.LLMResponse)
 	}
 	sub := ctx.InvocationID()
 	inv, _ := chainOf(ctx, sub)
+	// The calls of this run's previous response have all been dispatched by
+	// now: a mark still held is a call that never ran. Dropping it keeps
+	// marks short-lived, and with them the window in which BeforeTool
+	// hashes calls and takes the marks' lock.
+	h.marks.release(sub)
 	for _, p := range resp.Content.Parts {
 		fc := p.FunctionCall
 		if fc == nil || fc.Name == "" {

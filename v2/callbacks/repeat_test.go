@@ -169,6 +169,13 @@ func TestListedCallsThatNeverRanAreReleased(t *testing.T) {
 	if _, inv := h.Pending(); inv != 1 {
 		t.Fatalf("invocations = %d, want 1 (the second listed call's mark)", inv)
 	}
+	// The run's next response: the calls before it were dispatched, so the
+	// mark of the one that never ran is dropped.
+	h.AfterModel(&fakeCbCtx{inv: "e-1"}, &model.LLMResponse{Content: genai.NewContentFromText("done", genai.RoleModel)}, nil)
+	if _, inv := h.Pending(); inv != 0 {
+		t.Fatalf("invocations = %d after the run's next response, want 0", inv)
+	}
+	h.AfterModel(&fakeCbCtx{inv: "e-1"}, listed, nil)
 	h.AfterRun(&fakeInvCtx{inv: "e-1"})
 	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
 		t.Fatalf("left behind: %d tickets, %d invocations", tk, inv)
