@@ -24,6 +24,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -397,7 +398,11 @@ func (t *AgentTool) Run(ctx agent.ToolContext, args any) (map[string]any, error)
 			return nil, fmt.Errorf("error during execution of sub-agent %s: %w", name, err)
 		}
 		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
-			return nil, fmt.Errorf("error from sub-agent %q (code: %q, message: %q)", name, ev.ErrorCode, ev.ErrorMessage)
+			// ADK's agent tool fails the same way; the code and message come
+			// from the sub-agent's model or tools (upstream text), and the
+			// model reads this error: only their sanitised form is passed on.
+			return nil, fmt.Errorf("error from sub-agent %q (code: %q, message: %q)", name,
+				redact.Text(ev.ErrorCode, 64), redact.Text(ev.ErrorMessage, 256))
 		}
 		if ev.LLMResponse.Content != nil {
 			last = ev
