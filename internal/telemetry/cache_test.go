@@ -12,8 +12,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -27,7 +27,7 @@ func TestAttributeSetCacheIsBounded(t *testing.T) {
 	}
 	in.sc = newCache[scKey, []metric.AddOption](4)
 	for i := range 10 {
-		in.ShortCircuit(context.Background(), callbacks.ShortCircuitEvent{
+		in.ShortCircuit(context.Background(), observe.ShortCircuitEvent{
 			Dependency: "dep", Tool: fmt.Sprintf("tool_%d", i), Reason: degrade.ReasonCircuitOpen, Terminal: i%2 == 1,
 		})
 	}

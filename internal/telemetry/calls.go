@@ -6,11 +6,11 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-var _ callbacks.CallObserver = (*Instrumentation)(nil)
+var _ observe.CallObserver = (*Instrumentation)(nil)
 
 type callKey struct {
 	dep     registry.Key
@@ -20,7 +20,7 @@ type callKey struct {
 // CallEnded records a guarded call's duration in adkbreaker.call.duration
 // (dependency, outcome). The attribute set is cached per (dependency,
 // outcome): no allocation once warm.
-func (in *Instrumentation) CallEnded(ctx context.Context, ev callbacks.CallEvent) {
+func (in *Instrumentation) CallEnded(ctx context.Context, ev observe.CallEvent) {
 	if in == nil {
 		return
 	}

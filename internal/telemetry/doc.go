@@ -2,7 +2,7 @@
 // instruments created once, attribute sets cached per key, and the
 // annotations adkbreaker puts on ADK's own spans.
 //
-// An Instrumentation is a callbacks.Observer (short-circuits, ended turns)
+// An Instrumentation is a observe.Observer (short-circuits, ended turns)
 // and, through Watch, a subscriber of a registry (state transitions, state
 // gauges). The names it emits are API; docs/telemetry.md lists them.
 //

@@ -9,9 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/telemetry"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -50,7 +50,7 @@ func TestShortCircuitLineNeverHeldForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := callbacks.ShortCircuitEvent{Dependency: "billing", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen, ThisTurn: 1, InvocationID: "inv"}
+	ev := observe.ShortCircuitEvent{Dependency: "billing", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen, ThisTurn: 1, InvocationID: "inv"}
 
 	b.Trip(time.Minute, registry.CauseRetryHint) // delivered to the stuck subscriber first
 	obs.ShortCircuit(context.Background(), ev)

@@ -7,7 +7,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/observe"
 )
 
 // Values of AttrAction on MetricLoopRepeats.
@@ -23,13 +23,13 @@ const (
 // answered.
 const EventRepeatedCall = "adkbreaker.repeated_call"
 
-var _ callbacks.RepeatObserver = (*Instrumentation)(nil)
+var _ observe.RepeatObserver = (*Instrumentation)(nil)
 
 // RepeatedCall counts a call the repeated-call guard answered
 // (adkbreaker.loop.repeats, by dependency, tool and action) and adds an
 // event to the span current in ctx. It is off the hot path: only repeats
 // reach it.
-func (in *Instrumentation) RepeatedCall(ctx context.Context, ev callbacks.RepeatEvent) {
+func (in *Instrumentation) RepeatedCall(ctx context.Context, ev observe.RepeatEvent) {
 	if in == nil {
 		return
 	}

@@ -6,11 +6,10 @@ import (
 
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	otellog "go.opentelemetry.io/otel/log"
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -22,14 +21,14 @@ import (
 const MaxAttributeSets = 4096
 
 // Instrumentation holds adkbreaker's instruments and cached attribute sets.
-// It implements callbacks.Observer; Watch adds a registry's transitions and
+// It implements observe.Observer; Watch adds a registry's transitions and
 // state gauges. It is safe for concurrent use.
 type Instrumentation struct {
-	mp     metric.MeterProvider
-	tp     trace.TracerProvider
-	meter  metric.Meter
-	tracer trace.Tracer
-	logger otellog.Logger
+	mp      metric.MeterProvider
+	tp      trace.TracerProvider
+	meter   metric.Meter
+	tracer  trace.Tracer
+	records RecordSink // logrecords.go; nil: no log records
 
 	shortCircuits metric.Int64Counter
 	transitions   metric.Int64Counter
@@ -48,7 +47,7 @@ type Instrumentation struct {
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
-	turns      *cache[callbacks.TurnEndReason, []metric.AddOption]
+	turns      *cache[observe.TurnEndReason, []metric.AddOption]
 	turnsOver  []metric.AddOption
 	deps       *cache[registry.Key, metric.ObserveOption]
 	callSets   *cache[registry.Key, *[5]metric.ObserveOption]
@@ -56,7 +55,7 @@ type Instrumentation struct {
 	annSets    *cache[annKey, []metric.AddOption]
 }
 
-var _ callbacks.Observer = (*Instrumentation)(nil)
+var _ observe.Observer = (*Instrumentation)(nil)
 
 type scKey struct {
 	dep      registry.Key
@@ -85,9 +84,8 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		tp:       tp,
 		meter:    mp.Meter(ScopeName),
 		tracer:   tp.Tracer(ScopeName),
-		logger:   defaultLogger(),
 		sc:       newCache[scKey, []metric.AddOption](MaxAttributeSets),
-		turns:    newCache[callbacks.TurnEndReason, []metric.AddOption](64),
+		turns:    newCache[observe.TurnEndReason, []metric.AddOption](64),
 		deps:     newCache[registry.Key, metric.ObserveOption](MaxAttributeSets),
 		callSets: newCache[registry.Key, *[5]metric.ObserveOption](MaxAttributeSets),
 		durSets:  newCache[callKey, metric.RecordOption](MaxAttributeSets),

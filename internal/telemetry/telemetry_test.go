@@ -21,9 +21,9 @@ import (
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/adkbreaker/adkbreaker/callbacks"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/telemetry"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
@@ -116,7 +116,7 @@ func TestNewRequiresProviders(t *testing.T) {
 func TestShortCircuitCountsAndAnnotatesTheCurrentSpan(t *testing.T) {
 	h := newHarness(t)
 	ctx, span := h.tp.Tracer("test").Start(context.Background(), "execute_tool get_invoice")
-	ev := callbacks.ShortCircuitEvent{
+	ev := observe.ShortCircuitEvent{
 		Dependency: "billing-api", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen,
 		State: registry.StateOpen, RetryAfter: 1500 * time.Millisecond,
 		ThisTurn: 2, TurnTotal: 3, Terminal: true, InvocationID: "inv-1",
@@ -170,8 +170,8 @@ func TestShortCircuitCountsAndAnnotatesTheCurrentSpan(t *testing.T) {
 func TestTurnEndedCountsAndAddsAnEvent(t *testing.T) {
 	h := newHarness(t)
 	ctx, span := h.tp.Tracer("test").Start(context.Background(), "invoke_agent billing_agent")
-	h.in.TurnEnded(ctx, callbacks.TurnEndEvent{InvocationID: "i", Reason: callbacks.TurnEndShortCircuitBudget, TurnTotal: 5})
-	h.in.TurnEnded(ctx, callbacks.TurnEndEvent{InvocationID: "i", Reason: callbacks.TurnEndModelUnavailable, TurnTotal: 1})
+	h.in.TurnEnded(ctx, observe.TurnEndEvent{InvocationID: "i", Reason: observe.TurnEndShortCircuitBudget, TurnTotal: 5})
+	h.in.TurnEnded(ctx, observe.TurnEndEvent{InvocationID: "i", Reason: observe.TurnEndModelUnavailable, TurnTotal: 1})
 	span.End()
 	want := map[string]float64{"reason=short_circuit_budget": 1, "reason=model_unavailable": 1}
 	if d := cmp.Diff(want, h.collect(t)[telemetry.MetricTurnsEnded]); d != "" {
@@ -367,8 +367,8 @@ func TestTelemetryFailureNeverFailsACall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	in.ShortCircuit(context.Background(), callbacks.ShortCircuitEvent{Dependency: "d", Tool: "t"})
-	in.TurnEnded(context.Background(), callbacks.TurnEndEvent{Reason: callbacks.TurnEndShortCircuitBudget})
+	in.ShortCircuit(context.Background(), observe.ShortCircuitEvent{Dependency: "d", Tool: "t"})
+	in.TurnEnded(context.Background(), observe.TurnEndEvent{Reason: observe.TurnEndShortCircuitBudget})
 	mu.Lock()
 	defer mu.Unlock()
 	if len(handled) != 2 || !strings.Contains(handled[0].Error(), "exporter bug") {
@@ -378,8 +378,8 @@ func TestTelemetryFailureNeverFailsACall(t *testing.T) {
 
 func TestNilInstrumentationIsANoop(t *testing.T) {
 	var in *telemetry.Instrumentation
-	in.ShortCircuit(context.Background(), callbacks.ShortCircuitEvent{})
-	in.TurnEnded(context.Background(), callbacks.TurnEndEvent{})
+	in.ShortCircuit(context.Background(), observe.ShortCircuitEvent{})
+	in.TurnEnded(context.Background(), observe.TurnEndEvent{})
 	in.Watch(registry.MustNew())()
 }
 

@@ -2,122 +2,50 @@
 
 package callbacks
 
-import (
-	"context"
-	"time"
+import "github.com/adkbreaker/adkbreaker/v2/observe"
 
-	"github.com/adkbreaker/adkbreaker/v2/degrade"
-	"github.com/adkbreaker/adkbreaker/v2/registry"
+// The events the handler reports are declared once, ADK-free, in package
+// observe (so telemetry serves both ADK lines); these aliases keep them
+// under the names callbacks has always given them.
+type (
+	// Observer receives the handler's events, for telemetry. Methods are
+	// called on the caller's goroutine and must be fast and non-blocking.
+	// Breaker state transitions are not here: subscribe to the registry.
+	Observer = observe.Observer
+	// ShortCircuitEvent describes one refused tool call.
+	ShortCircuitEvent = observe.ShortCircuitEvent
+	// MismatchObserver is implemented by Observers that also want outcome
+	// mismatches (see observe.MismatchObserver).
+	MismatchObserver = observe.MismatchObserver
+	// MismatchEvent describes one outcome mismatch.
+	MismatchEvent = observe.MismatchEvent
+	// ShadowObserver is implemented by Observers that also want what a
+	// breaker in shadow mode would have changed in a model request.
+	ShadowObserver = observe.ShadowObserver
+	// ShadowAnnotationEvent describes one tool declaration left as it was
+	// because its breaker is in shadow mode.
+	ShadowAnnotationEvent = observe.ShadowAnnotationEvent
+	// CallObserver is implemented by Observers that also want the duration
+	// and outcome of every guarded tool call that really ran.
+	CallObserver = observe.CallObserver
+	// CallEvent describes one guarded call that reached its tool.
+	CallEvent = observe.CallEvent
+	// RepeatObserver is implemented by Observers that also want the
+	// repeated-call guard's decisions.
+	RepeatObserver = observe.RepeatObserver
+	// RepeatEvent describes a call the repeated-call guard answered.
+	RepeatEvent = observe.RepeatEvent
+	// TurnEndReason says why the plugin ended a turn.
+	TurnEndReason = observe.TurnEndReason
+	// TurnEndEvent describes a turn the plugin ended.
+	TurnEndEvent = observe.TurnEndEvent
 )
 
-// Observer receives the handler's events, for telemetry. Methods are called
-// on the caller's goroutine and must be fast and non-blocking. Breaker state
-// transitions are not here: subscribe to the registry.
-type Observer interface {
-	ShortCircuit(ctx context.Context, ev ShortCircuitEvent)
-	TurnEnded(ctx context.Context, ev TurnEndEvent)
-}
-
-// ShortCircuitEvent describes one refused tool call.
-type ShortCircuitEvent struct {
-	Dependency   registry.Key
-	Tool         string
-	Reason       degrade.Reason
-	State        registry.State
-	RetryAfter   time.Duration
-	ThisTurn     int  // short-circuits of this dependency in this invocation
-	TurnTotal    int  // across all dependencies
-	Terminal     bool // the payload told the model to stop calling it
-	InvocationID string
-	// Shadow is true for a breaker in shadow mode (registry.Policy.Shadow):
-	// the call was NOT refused, this is what would have been. ThisTurn and
-	// TurnTotal are 0 (nothing was counted toward the turn's limits) and no
-	// payload was returned.
-	Shadow bool
-}
-
-// MismatchObserver is implemented by Observers that also want outcome
-// mismatches: a failed tool call that the handler's AfterTool was shown as a
-// success, because a plugin registered ahead of adkbreaker (ADK's
-// retryandreflect) rewrote the error. The handler checks for it with a type
-// assertion, so existing Observers need not change.
-type MismatchObserver interface {
-	OutcomeMismatch(ctx context.Context, ev MismatchEvent)
-}
-
-// MismatchEvent describes one outcome mismatch.
-type MismatchEvent struct {
-	Dependency   registry.Key
-	Tool         string
-	InvocationID string
-}
-
-// ShadowObserver is implemented by Observers that also want what a breaker
-// in shadow mode (registry.Policy.Shadow) would have changed in a model
-// request, had it enforced: each request's declaration of a tool whose
-// breaker would refuse it, which an enforcing breaker marks unavailable (or
-// removes, with Config.RemoveUnavailable). Shadow mode changes nothing the
-// model reads, so this event is the only trace of it. Like MismatchObserver
-// it is found by a type assertion.
-type ShadowObserver interface {
-	ShadowAnnotation(ctx context.Context, ev ShadowAnnotationEvent)
-}
-
-// ShadowAnnotationEvent describes one tool declaration of one model request
-// that was left as it was because its breaker is in shadow mode.
-type ShadowAnnotationEvent struct {
-	Dependency registry.Key
-	Tool       string
-	// Removed is true when an enforcing breaker would have removed the
-	// declaration (Config.RemoveUnavailable), false when it would have
-	// marked it unavailable.
-	Removed      bool
-	RetryAfter   time.Duration
-	InvocationID string
-}
-
-// CallObserver is implemented by Observers that also want the duration and
-// outcome of every guarded tool call that really ran (the dashboards' call
-// latency). Like MismatchObserver it is found by a type assertion, so
-// existing Observers need not change; the handler reads the clock for it
-// only on guarded calls, which read it anyway.
-type CallObserver interface {
-	CallEnded(ctx context.Context, ev CallEvent)
-}
-
-// CallEvent describes one guarded call that reached its tool.
-type CallEvent struct {
-	Dependency registry.Key
-	Tool       string
-	// Outcome is what the breaker was told (a timeout of ours is a failure,
-	// the caller's cancellation excluded).
-	Outcome registry.Outcome
-	// Duration is from the tool's start to its return, by the registry's
-	// clock.
-	Duration time.Duration
-}
-
-// TurnEndReason says why BeforeModel ended a turn.
-type TurnEndReason string
-
+// Why the plugin ended a turn (TurnEndEvent.Reason).
 const (
-	// TurnEndShortCircuitBudget: H short-circuits in the invocation (TurnLimit).
-	TurnEndShortCircuitBudget TurnEndReason = "short_circuit_budget"
-	// TurnEndModelUnavailable: every endpoint of the model is unavailable.
-	TurnEndModelUnavailable TurnEndReason = "model_unavailable"
-	// TurnEndModelCallBudget: the invocation made MaxModelCalls model calls.
-	TurnEndModelCallBudget TurnEndReason = "model_call_budget"
-	// TurnEndTimeBudget: the invocation has run for MaxTurnDuration.
-	TurnEndTimeBudget TurnEndReason = "time_budget"
+	TurnEndShortCircuitBudget = observe.TurnEndShortCircuitBudget
+	TurnEndModelUnavailable   = observe.TurnEndModelUnavailable
+	TurnEndModelCallBudget    = observe.TurnEndModelCallBudget
+	TurnEndTimeBudget         = observe.TurnEndTimeBudget
+	TurnEndRepeatedCall       = observe.TurnEndRepeatedCall
 )
-
-// TurnEndEvent describes a turn ended by BeforeModel.
-type TurnEndEvent struct {
-	InvocationID string
-	Reason       TurnEndReason
-	TurnTotal    int // short-circuits in the invocation
-	// ModelCalls is the number of model calls counted in the invocation,
-	// including the one answered by the plugin; 0 when no turn budget is set
-	// (they are then not counted).
-	ModelCalls int
-}

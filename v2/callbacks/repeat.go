@@ -3,7 +3,6 @@
 package callbacks
 
 import (
-	"context"
 	"encoding/json"
 	"fmt"
 	"hash/maphash"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/agent"
 	"google.golang.org/adk/v2/model"
 
+	"github.com/adkbreaker/adkbreaker/v2/config"
 	"github.com/adkbreaker/adkbreaker/v2/degrade"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
@@ -37,39 +37,15 @@ const DefaultRepeatLimit = 3
 
 // NoRepeatLimit turns the repeated-call guard off: as Config.RepeatLimit
 // for every tool, as Dependency.RepeatLimit for a dependency's tools, as a
-// value of Config.ToolRepeatLimits for one tool (a polling tool, say).
-const NoRepeatLimit = -1
-
-// TurnEndRepeatedCall: the model kept calling one tool with the same
-// arguments (Config.RepeatLimit).
-const TurnEndRepeatedCall TurnEndReason = "repeated_call"
-
-// RepeatObserver is implemented by Observers that also want the
-// repeated-call guard's decisions. Like MismatchObserver it is found by a
-// type assertion.
-type RepeatObserver interface {
-	RepeatedCall(ctx context.Context, ev RepeatEvent)
-}
-
-// RepeatEvent describes a call the repeated-call guard answered.
-type RepeatEvent struct {
-	Dependency registry.Key // "" for a tool with no breaker
-	Tool       string
-	// Calls is how many calls of the tool with these arguments the
-	// invocation made, this one included (≥ Limit).
-	Calls int
-	Limit int
-	// EndsTurn is set on the call after the one noted: the turn ends.
-	EndsTurn     bool
-	InvocationID string
-	// Shadow: the tool's dependency is in shadow mode (registry.Policy.Shadow),
-	// so nothing was done: the call ran, the model read no note, the turn
-	// goes on. The event says what the guard would have done.
-	Shadow bool
-}
+// value of Config.ToolRepeatLimits for one tool (a polling tool, say). The
+// configuration file's -1 (config.NoRepeatLimit).
+const NoRepeatLimit = config.NoRepeatLimit
 
 // MaxRepeatLimit is the largest repeat limit (calls are counted in 16 bits).
-const MaxRepeatLimit = countMask - 1
+const MaxRepeatLimit = config.MaxRepeatLimit
+
+// The configuration file's bound is the table's: a count of 16 bits.
+var _ = [1]struct{}{}[MaxRepeatLimit-(countMask-1)]
 
 // checkRepeatLimit validates a repeat limit: NoRepeatLimit, 0 (inherit)
 // or in [2, MaxRepeatLimit] (a limit of 1 would refuse every first call).

@@ -112,9 +112,7 @@ func (t *telemetryConfig) attach(cb *callbacks.Config) (watch func(*callbacks.Ha
 	if err != nil {
 		return nop, fmt.Errorf("telemetry: %w", err)
 	}
-	if t.lp != nil {
-		in.SetLoggerProvider(t.lp)
-	}
+	in.SetRecordSink(newRecordSink(t.lp))
 	cb.Observer = fanOut(cb.Observer, in)
 	return func(h *callbacks.Handler) {
 		stop := in.Watch(h.Registry())

@@ -12,13 +12,13 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/adkbreaker/adkbreaker/v2/callbacks"
 	"github.com/adkbreaker/adkbreaker/v2/degrade"
 	"github.com/adkbreaker/adkbreaker/v2/internal/telemetry"
+	"github.com/adkbreaker/adkbreaker/v2/observe"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
-var benchEvent = callbacks.ShortCircuitEvent{
+var benchEvent = observe.ShortCircuitEvent{
 	Dependency: "billing-api", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen,
 	State: registry.StateOpen, RetryAfter: 30 * time.Second, ThisTurn: 1, TurnTotal: 1, InvocationID: "inv",
 }
@@ -92,7 +92,7 @@ func BenchmarkShortCircuitObserver(b *testing.B) {
 
 func BenchmarkTurnEnded(b *testing.B) {
 	h := newHarness(b)
-	ev := callbacks.TurnEndEvent{InvocationID: "inv", Reason: callbacks.TurnEndShortCircuitBudget, TurnTotal: 5}
+	ev := observe.TurnEndEvent{InvocationID: "inv", Reason: observe.TurnEndShortCircuitBudget, TurnTotal: 5}
 	h.in.TurnEnded(context.Background(), ev)
 	b.ReportAllocs()
 	for b.Loop() {

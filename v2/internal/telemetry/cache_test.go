@@ -14,8 +14,8 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	tracenoop "go.opentelemetry.io/otel/trace/noop"
 
-	"github.com/adkbreaker/adkbreaker/v2/callbacks"
 	"github.com/adkbreaker/adkbreaker/v2/degrade"
+	"github.com/adkbreaker/adkbreaker/v2/observe"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
@@ -29,7 +29,7 @@ func TestAttributeSetCacheIsBounded(t *testing.T) {
 	}
 	in.sc = newCache[scKey, []metric.AddOption](4)
 	for i := range 10 {
-		in.ShortCircuit(context.Background(), callbacks.ShortCircuitEvent{
+		in.ShortCircuit(context.Background(), observe.ShortCircuitEvent{
 			Dependency: "dep", Tool: fmt.Sprintf("tool_%d", i), Reason: degrade.ReasonCircuitOpen, Terminal: i%2 == 1,
 		})
 	}

@@ -8,9 +8,9 @@ import (
 	"sync"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/v2/callbacks"
 	"github.com/adkbreaker/adkbreaker/v2/degrade"
 	"github.com/adkbreaker/adkbreaker/v2/internal/loglimit"
+	"github.com/adkbreaker/adkbreaker/v2/observe"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
@@ -124,7 +124,7 @@ func logTransition(l *slog.Logger, lim *loglimit.Limiter, t registry.Transition)
 	l.LogAttrs(context.Background(), level, msg, attrs...)
 }
 
-// LogObserver is a callbacks.Observer that logs the failures a run meets,
+// LogObserver is a observe.Observer that logs the failures a run meets,
 // each with the run's invocation ID: the first short-circuit of a
 // dependency in an invocation (INFO), and a turn the plugin ended with its
 // own answer (WARN). Lines are rate-limited per dependency (per reason for
@@ -153,7 +153,7 @@ func NewLogObserver(l *slog.Logger, reg *registry.Registry) *LogObserver {
 // ShortCircuit logs the first short-circuit of a dependency in an
 // invocation; later ones in the same invocation are counted by the metrics
 // only.
-func (o *LogObserver) ShortCircuit(ctx context.Context, ev callbacks.ShortCircuitEvent) {
+func (o *LogObserver) ShortCircuit(ctx context.Context, ev observe.ShortCircuitEvent) {
 	if ev.ThisTurn != 1 {
 		return
 	}
@@ -180,7 +180,7 @@ func (o *LogObserver) ShortCircuit(ctx context.Context, ev callbacks.ShortCircui
 }
 
 // TurnEnded logs a turn BeforeModel ended with the plugin's own answer.
-func (o *LogObserver) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
+func (o *LogObserver) TurnEnded(ctx context.Context, ev observe.TurnEndEvent) {
 	o.log(ctx, "\x00turn:"+string(ev.Reason), slog.LevelWarn, LogTurnEnded,
 		slog.String(LogKeyInvocation, ev.InvocationID),
 		slog.String(LogKeyReason, string(ev.Reason)),

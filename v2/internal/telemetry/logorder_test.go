@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/v2/callbacks"
 	"github.com/adkbreaker/adkbreaker/v2/degrade"
 	"github.com/adkbreaker/adkbreaker/v2/internal/telemetry"
+	"github.com/adkbreaker/adkbreaker/v2/observe"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
@@ -52,7 +52,7 @@ func TestShortCircuitLineNeverHeldForever(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ev := callbacks.ShortCircuitEvent{Dependency: "billing", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen, ThisTurn: 1, InvocationID: "inv"}
+	ev := observe.ShortCircuitEvent{Dependency: "billing", Tool: "get_invoice", Reason: degrade.ReasonCircuitOpen, ThisTurn: 1, InvocationID: "inv"}
 
 	b.Trip(time.Minute, registry.CauseRetryHint) // delivered to the stuck subscriber first
 	obs.ShortCircuit(context.Background(), ev)

@@ -9,7 +9,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.opentelemetry.io/otel/trace"
 
-	"github.com/adkbreaker/adkbreaker/v2/callbacks"
+	"github.com/adkbreaker/adkbreaker/v2/observe"
 	"github.com/adkbreaker/adkbreaker/v2/registry"
 )
 
@@ -18,7 +18,7 @@ import (
 // metric path does not allocate once the attribute set of the event's
 // (dependency, tool, reason, terminal) is cached; span attributes are built
 // only when the span is recording.
-func (in *Instrumentation) ShortCircuit(ctx context.Context, ev callbacks.ShortCircuitEvent) {
+func (in *Instrumentation) ShortCircuit(ctx context.Context, ev observe.ShortCircuitEvent) {
 	if in == nil {
 		return
 	}
@@ -69,7 +69,7 @@ func mkShortCircuitSet(k scKey) []metric.AddOption {
 
 // TurnEnded counts a turn ended by BeforeModel and adds an event to the span
 // current in ctx (ADK's "invoke_agent {agent}" span in model callbacks).
-func (in *Instrumentation) TurnEnded(ctx context.Context, ev callbacks.TurnEndEvent) {
+func (in *Instrumentation) TurnEnded(ctx context.Context, ev observe.TurnEndEvent) {
 	if in == nil {
 		return
 	}
@@ -90,7 +90,7 @@ func (in *Instrumentation) TurnEnded(ctx context.Context, ev callbacks.TurnEndEv
 	))
 }
 
-func mkTurnSet(r callbacks.TurnEndReason) []metric.AddOption {
+func mkTurnSet(r observe.TurnEndReason) []metric.AddOption {
 	return addOpts(attribute.String(AttrReason, string(r)))
 }
 
@@ -100,7 +100,7 @@ func mkTurnSet(r callbacks.TurnEndReason) []metric.AddOption {
 // OutcomeMismatch counts a failed tool call that the plugin's after-tool
 // callback was shown as a success (a plugin registered ahead of adkbreaker
 // rewrote it), and adds an event to the span current in ctx.
-func (in *Instrumentation) OutcomeMismatch(ctx context.Context, ev callbacks.MismatchEvent) {
+func (in *Instrumentation) OutcomeMismatch(ctx context.Context, ev observe.MismatchEvent) {
 	if in == nil {
 		return
 	}
@@ -129,7 +129,7 @@ type annKey struct {
 // ShadowAnnotation counts one tool declaration a shadow-mode breaker left
 // as it was in a model request (an enforcing one would have marked or
 // removed it). Nothing is added to spans: nothing happened to the request.
-func (in *Instrumentation) ShadowAnnotation(ctx context.Context, ev callbacks.ShadowAnnotationEvent) {
+func (in *Instrumentation) ShadowAnnotation(ctx context.Context, ev observe.ShadowAnnotationEvent) {
 	if in == nil {
 		return
 	}
