@@ -6,24 +6,20 @@ import (
 	"net/http"
 	"time"
 
-	breaker "github.com/adkbreaker/adkbreaker/plugin"
 	"github.com/adkbreaker/adkbreaker/promexport"
 )
 
 // Serve adkbreaker's metrics on /metrics for a Prometheus server to scrape.
+// The exporter's MeterProvider is the one to give the plugin
+// (breaker.WithMeterProvider in the adkv2 or adkv1 plugin package), and
+// anything else that records adkbreaker's metrics (failover, mcpguard).
 func Example() {
 	exp, err := promexport.New()
 	if err != nil {
 		log.Fatal(err)
 	}
-	p, err := breaker.New(
-		breaker.WithDependency("billing-api", "get_invoice"),
-		breaker.WithMeterProvider(exp.MeterProvider()),
-	)
-	if err != nil {
-		log.Fatal(err)
-	}
-	_ = p // register p first in runner.PluginConfig.Plugins
+	mp := exp.MeterProvider() // breaker.New(breaker.WithMeterProvider(mp), …)
+	_ = mp
 
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", exp.Handler())

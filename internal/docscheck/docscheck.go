@@ -39,3 +39,23 @@ func Options(t testing.TB, glob string) (names, files []string) {
 	}
 	return names, files
 }
+
+// Block returns the fenced block between "<!-- BEGIN name" and
+// "<!-- END name -->" in doc, without its fences; it fails t when there is
+// none.
+func Block(t testing.TB, doc, name string) string {
+	t.Helper()
+	begin := strings.Index(doc, "<!-- BEGIN "+name)
+	end := strings.Index(doc, "<!-- END "+name+" -->")
+	if begin < 0 || end < begin {
+		t.Fatalf("no block %s", name)
+	}
+	block := doc[begin:end]
+	block = block[strings.Index(block, "\n```")+1:]
+	block = block[strings.Index(block, "\n")+1:] // drop the opening fence
+	close := strings.LastIndex(block, "```")
+	if close < 0 {
+		t.Fatalf("block %s is not fenced", name)
+	}
+	return block[:close]
+}

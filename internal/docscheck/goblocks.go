@@ -31,7 +31,7 @@ import (
 //
 //   - a package the fragment uses without importing it is imported by the
 //     name the docs always give it (AutoImports: breaker is
-//     github.com/adkbreaker/adkbreaker/plugin, registry, time, …);
+//     github.com/adkbreaker/adkbreaker/adkv2/plugin, registry, time, …);
 //   - an ellipsis "…", and "..." standing for left-out fields at either end
 //     of a composite literal ({..., Toolsets: ts} or {Name: n, ...}), are
 //     placeholders and are dropped;
@@ -104,34 +104,34 @@ func GoBlocks(path string) ([]GoBlock, error) {
 // AutoImports are the import paths of the package names the docs use
 // without importing them.
 var AutoImports = map[string]string{
-	"breaker":    "github.com/adkbreaker/adkbreaker/plugin",
-	"callbacks":  "github.com/adkbreaker/adkbreaker/callbacks",
+	"breaker":    "github.com/adkbreaker/adkbreaker/adkv2/plugin",
+	"callbacks":  "github.com/adkbreaker/adkbreaker/adkv2/callbacks",
 	"config":     "github.com/adkbreaker/adkbreaker/config",
 	"degrade":    "github.com/adkbreaker/adkbreaker/degrade",
-	"failover":   "github.com/adkbreaker/adkbreaker/failover",
+	"failover":   "github.com/adkbreaker/adkbreaker/adkv2/failover",
 	"fleet":      "github.com/adkbreaker/adkbreaker/fleet",
-	"mcpguard":   "github.com/adkbreaker/adkbreaker/mcpguard",
-	"mcpfault":   "github.com/adkbreaker/adkbreaker/mcpguard/mcpfault",
+	"mcpguard":   "github.com/adkbreaker/adkbreaker/adkv2/mcpguard",
+	"mcpfault":   "github.com/adkbreaker/adkbreaker/adkv2/mcpguard/mcpfault",
 	"promexport": "github.com/adkbreaker/adkbreaker/promexport",
 	"redact":     "github.com/adkbreaker/adkbreaker/redact",
 	"registry":   "github.com/adkbreaker/adkbreaker/registry",
 	"spanredact": "github.com/adkbreaker/adkbreaker/spanredact",
 	"statuspage": "github.com/adkbreaker/adkbreaker/statuspage",
-	"adkweb":     "github.com/adkbreaker/adkbreaker/statuspage/adkweb",
+	"adkweb":     "github.com/adkbreaker/adkbreaker/adkv2/statuspage/adkweb",
 
-	"agent":     "google.golang.org/adk/agent",
-	"llmagent":  "google.golang.org/adk/agent/llmagent",
-	"model":     "google.golang.org/adk/model",
-	"gemini":    "google.golang.org/adk/model/gemini",
-	"plugin":    "google.golang.org/adk/plugin",
-	"runner":    "google.golang.org/adk/runner",
-	"session":   "google.golang.org/adk/session",
-	"tool":      "google.golang.org/adk/tool",
-	"universal": "google.golang.org/adk/cmd/launcher/universal",
-	"console":   "google.golang.org/adk/cmd/launcher/console",
-	"web":       "google.golang.org/adk/cmd/launcher/web",
-	"webui":     "google.golang.org/adk/cmd/launcher/web/webui",
-	"api":       "google.golang.org/adk/cmd/launcher/web/api",
+	"agent":     "google.golang.org/adk/v2/agent",
+	"llmagent":  "google.golang.org/adk/v2/agent/llmagent",
+	"model":     "google.golang.org/adk/v2/model",
+	"gemini":    "google.golang.org/adk/v2/model/gemini",
+	"plugin":    "google.golang.org/adk/v2/plugin",
+	"runner":    "google.golang.org/adk/v2/runner",
+	"session":   "google.golang.org/adk/v2/session",
+	"tool":      "google.golang.org/adk/v2/tool",
+	"universal": "google.golang.org/adk/v2/cmd/launcher/universal",
+	"console":   "google.golang.org/adk/v2/cmd/launcher/console",
+	"web":       "google.golang.org/adk/v2/cmd/launcher/web",
+	"webui":     "google.golang.org/adk/v2/cmd/launcher/web/webui",
+	"api":       "google.golang.org/adk/v2/cmd/launcher/web/api",
 	"genai":     "google.golang.org/genai",
 
 	"otel":      "go.opentelemetry.io/otel",
@@ -210,11 +210,15 @@ func splitImports(src string) (imports, rest string) {
 
 // CheckGoBlocks type-checks blocks against the packages of the module that
 // holds dir (a test passes its own directory, ".") and returns one error
-// per block that does not compile, naming its file and line.
+// per block that does not compile, naming its file and line. The docs are
+// written for the primary line (ADK v2 and adkbreaker's adkv2 packages);
+// on is the line they are checked on, and their import paths are mapped to
+// it.
 //
-// On the v2 line, a block that imports a package outside the v2 module's
-// graph is not checked there (skipped names it); the root module checks it.
-func CheckGoBlocks(dir string, blocks []GoBlock) (errs []error, skipped []string) {
+// On the other line, a block that imports a package outside that module's
+// graph (one only ADK v2 has) is not checked there (skipped names it); the
+// primary line checks it.
+func CheckGoBlocks(dir string, on Line, blocks []GoBlock) (errs []error, skipped []string) {
 	type prepared struct {
 		b    GoBlock
 		fset *token.FileSet
@@ -233,7 +237,7 @@ func CheckGoBlocks(dir string, blocks []GoBlock) (errs []error, skipped []string
 			fset := token.NewFileSet()
 			f, err = parser.ParseFile(fset, b.File, src, parser.ParseComments)
 			if err == nil {
-				addImports(fset, f)
+				addImports(fset, f, on)
 				for _, im := range f.Imports {
 					p, _ := strconv.Unquote(im.Path.Value)
 					paths[p] = true
@@ -251,13 +255,13 @@ func CheckGoBlocks(dir string, blocks []GoBlock) (errs []error, skipped []string
 	if err != nil {
 		return append(errs, err), nil
 	}
-	rewritten := importPath(v1ADK+"agent") != v1ADK+"agent"
+	rewritten := on != Primary
 	for _, p := range ready {
 		if bad := brokenImports(p.file, broken); len(bad) > 0 {
 			if rewritten {
-				// Checked on the v2 line: a package outside that module's
-				// graph (its go.sum) cannot be loaded there. The root
-				// module checks the block.
+				// Checked on the other line: a package outside that
+				// module's graph (its go.sum) cannot be loaded there. The
+				// primary line checks the block.
 				skipped = append(skipped, fmt.Sprintf("%s:%d: imports %s, outside this module's graph", p.b.File, p.b.Line, strings.Join(bad, ", ")))
 				continue
 			}
@@ -305,25 +309,21 @@ func bodyOf(src string) string {
 	return body
 }
 
-// The docs are written for the root module (ADK v1 import paths). The v2
-// generator rewrites this package's import path literals, so adkAgent and
-// modRegistry name the packages this copy is built against; v1Module and
-// v1ADK are split so that they keep naming the docs' paths. Checked in v2,
-// a block's imports are rewritten as the generator rewrites code.
-const (
-	adkAgent    = "google.golang.org/adk/agent"
-	modRegistry = "github.com/adkbreaker/adkbreaker/registry"
-	v1ADK       = "google.golang.org/" + "adk/"
-	v1Module    = "github.com/" + "adkbreaker/adkbreaker/"
-)
+// Line names an ADK line by the prefixes of its import paths: ADK's and
+// adkbreaker's adapter module for it. The core packages' paths are the same
+// on both lines.
+type Line struct {
+	ADK     string // "google.golang.org/adk/v2/" or "google.golang.org/adk/"
+	Adapter string // "github.com/adkbreaker/adkbreaker/adkv2/" or "…/adkv1/"
+}
 
-// importPath is path as this copy of the package is built against.
-func importPath(path string) string {
-	for _, r := range [][2]string{
-		{v1ADK, strings.TrimSuffix(adkAgent, "agent")},
-		{v1Module, strings.TrimSuffix(modRegistry, "registry")},
-	} {
-		if rest, ok := strings.CutPrefix(path, r[0]); ok && r[0] != r[1] && !strings.HasPrefix(rest, "v2/") {
+// Primary is the line the docs are written for.
+var Primary = Line{ADK: "google.golang.org/adk/v2/", Adapter: "github.com/adkbreaker/adkbreaker/adkv2/"}
+
+// importPath is path, as the docs write it, on line on.
+func (on Line) importPath(path string) string {
+	for _, r := range [][2]string{{Primary.ADK, on.ADK}, {Primary.Adapter, on.Adapter}} {
+		if rest, ok := strings.CutPrefix(path, r[0]); ok {
 			return r[1] + rest
 		}
 	}
@@ -332,11 +332,11 @@ func importPath(path string) string {
 
 // addImports imports, by their AutoImports path, the package names f uses
 // as qualifiers (x.Y) without importing them.
-func addImports(fset *token.FileSet, f *ast.File) {
+func addImports(fset *token.FileSet, f *ast.File, on Line) {
 	have := map[string]bool{}
 	for _, im := range f.Imports {
 		p, _ := strconv.Unquote(im.Path.Value)
-		im.Path.Value = strconv.Quote(importPath(p))
+		im.Path.Value = strconv.Quote(on.importPath(p))
 		name := p[strings.LastIndex(p, "/")+1:]
 		if im.Name != nil {
 			name = im.Name.Name
@@ -358,7 +358,7 @@ func addImports(fset *token.FileSet, f *ast.File) {
 		return true
 	})
 	for _, name := range add {
-		spec := &ast.ImportSpec{Name: ast.NewIdent(name), Path: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(AutoImports[name])}}
+		spec := &ast.ImportSpec{Name: ast.NewIdent(name), Path: &ast.BasicLit{Kind: token.STRING, Value: strconv.Quote(on.importPath(AutoImports[name]))}}
 		f.Imports = append(f.Imports, spec)
 		f.Decls = append([]ast.Decl{&ast.GenDecl{Tok: token.IMPORT, Specs: []ast.Spec{spec}}}, f.Decls...)
 	}
