@@ -16,8 +16,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/failover"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 	"github.com/adkbreaker/adkbreaker/statuspage"

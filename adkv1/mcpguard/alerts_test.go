@@ -7,8 +7,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adkbreaker/adkbreaker/internal/browsertest"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
+	"github.com/adkbreaker/adkbreaker/internal/browsertest"
 )
 
 // promName is the Prometheus name the OTel Prometheus exporter gives a

@@ -13,9 +13,9 @@ import (
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

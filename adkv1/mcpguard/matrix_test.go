@@ -8,9 +8,9 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
+	"github.com/adkbreaker/adkbreaker/degrade"
 )
 
 // matrixServer is the policy under test in the fault matrix (gobreaker-notes

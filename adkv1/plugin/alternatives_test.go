@@ -4,8 +4,8 @@ import (
 	"testing"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 )
 
 // TestAlternativeNotAmongToolsWarnsOnce: on the real runner, a configured

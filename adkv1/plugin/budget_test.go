@@ -14,9 +14,9 @@ import (
 	"google.golang.org/adk/tool/functiontool"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 

@@ -6,8 +6,8 @@ import (
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 )
 
 // TestCallDurationOfGuardedCalls: on the real runner, each call that reached

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

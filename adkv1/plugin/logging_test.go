@@ -12,10 +12,10 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/adk/session"
 
-	"github.com/adkbreaker/adkbreaker/degrade"
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 )
 
 // logCapture is a JSON slog handler's output, safe for the registry's

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )

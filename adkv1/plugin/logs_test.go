@@ -7,8 +7,8 @@ import (
 
 	sdklog "go.opentelemetry.io/otel/sdk/log"
 
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 )
 
 // logRecorder is an sdk/log processor that keeps every record.

@@ -10,10 +10,10 @@ import (
 
 	"google.golang.org/adk/model"
 
-	"github.com/adkbreaker/adkbreaker/degrade"
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 )
 
 func loadSecrets(t *testing.T) []string {

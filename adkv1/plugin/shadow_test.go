@@ -21,10 +21,10 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/degrade"
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )

@@ -6,10 +6,10 @@ import (
 	"testing"
 	"time"
 
+	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
-	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

@@ -6,9 +6,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"

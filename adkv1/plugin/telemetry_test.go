@@ -19,11 +19,11 @@ import (
 	"google.golang.org/adk/model"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
+	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
+	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/internal/gctest"
-	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/internal/spantest"
-	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

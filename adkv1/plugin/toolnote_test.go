@@ -16,11 +16,11 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

@@ -24,8 +24,8 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/degrade"
 	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/gorilla/mux"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/statuspage/adkweb"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/statuspage"
-	"github.com/adkbreaker/adkbreaker/adkv1/statuspage/adkweb"
 )
 
 // TestMountsBesideADKRoutes sets the sublauncher up on a router the way
