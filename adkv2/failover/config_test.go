@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/failover"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )

@@ -30,9 +30,9 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 	"github.com/adkbreaker/adkbreaker/adkv2/failover"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"

@@ -10,9 +10,9 @@ import (
 	"google.golang.org/adk/v2/tool"
 	"google.golang.org/adk/v2/tool/mcptoolset"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard/mcpfault"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 )
 
 type runnable interface {

@@ -23,8 +23,8 @@ import (
 	"google.golang.org/adk/v2/tool/toolconfirmation"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

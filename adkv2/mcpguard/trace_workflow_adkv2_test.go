@@ -18,9 +18,9 @@ import (
 	"google.golang.org/adk/v2/workflow"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard/mcpfault"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 )
 
 // TestSpansInsideAGraphWorkflow: ADK v2's graph workflow agents record an

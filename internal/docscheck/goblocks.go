@@ -31,7 +31,7 @@ import (
 //
 //   - a package the fragment uses without importing it is imported by the
 //     name the docs always give it (AutoImports: breaker is
-//     github.com/adkbreaker/adkbreaker/adkv2/plugin, registry, time, …);
+//     github.com/adkbreaker/adkbreaker/adkv2/breaker, registry, time, …);
 //   - an ellipsis "…", and "..." standing for left-out fields at either end
 //     of a composite literal ({..., Toolsets: ts} or {Name: n, ...}), are
 //     placeholders and are dropped;
@@ -104,7 +104,7 @@ func GoBlocks(path string) ([]GoBlock, error) {
 // AutoImports are the import paths of the package names the docs use
 // without importing them.
 var AutoImports = map[string]string{
-	"breaker":    "github.com/adkbreaker/adkbreaker/adkv2/plugin",
+	"breaker":    "github.com/adkbreaker/adkbreaker/adkv2/breaker",
 	"callbacks":  "github.com/adkbreaker/adkbreaker/adkv2/callbacks",
 	"config":     "github.com/adkbreaker/adkbreaker/config",
 	"degrade":    "github.com/adkbreaker/adkbreaker/degrade",

@@ -23,7 +23,7 @@ func TestDocsListEveryOption(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	opts, files := docscheck.Options(t, "../../plugin/*.go")
+	opts, files := docscheck.Options(t, "../../breaker/*.go")
 	n := len(opts)
 	for i, o := range opts {
 		if !strings.Contains(string(b), "| `"+o+"(") {

@@ -23,10 +23,10 @@ import (
 	"google.golang.org/adk/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
 	"github.com/adkbreaker/adkbreaker/adkv1/failover"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
-	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/promexport"
 	"github.com/adkbreaker/adkbreaker/registry"

@@ -24,9 +24,9 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
-	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

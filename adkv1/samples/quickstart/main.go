@@ -32,8 +32,8 @@ import (
 	"google.golang.org/adk/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	breaker "github.com/adkbreaker/adkbreaker/adkv1/plugin"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )

@@ -25,10 +25,10 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 	"github.com/adkbreaker/adkbreaker/adkv2/failover"
 	"github.com/adkbreaker/adkbreaker/adkv2/internal/scripted"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/promexport"
 	"github.com/adkbreaker/adkbreaker/registry"

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

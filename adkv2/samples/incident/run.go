@@ -25,8 +25,8 @@ import (
 	"google.golang.org/adk/v2/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
-	breaker "github.com/adkbreaker/adkbreaker/adkv2/plugin"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )

@@ -20,7 +20,7 @@ func TestToV2(t *testing.T) {
 
 func TestToAdapter(t *testing.T) {
 	for _, c := range []struct{ in, want string }{
-		{`"github.com/adkbreaker/adkbreaker/adkv1/plugin"`, `"github.com/adkbreaker/adkbreaker/adkv2/plugin"`},
+		{`"github.com/adkbreaker/adkbreaker/adkv1/breaker"`, `"github.com/adkbreaker/adkbreaker/adkv2/breaker"`},
 		{`go get github.com/adkbreaker/adkbreaker/adkv1.`, `go get github.com/adkbreaker/adkbreaker/adkv2.`},
 		{`"github.com/adkbreaker/adkbreaker/adkv1/"`, `"github.com/adkbreaker/adkbreaker/adkv2/"`},
 		{`"github.com/adkbreaker/adkbreaker/registry"`, `"github.com/adkbreaker/adkbreaker/registry"`}, // the core is shared
