@@ -62,7 +62,8 @@ func (r Reason) boxed() any {
 // caller's error message comes from a closed set only.
 func (r Reason) closed() string {
 	switch r {
-	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted, ReasonThrottled:
+	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted, ReasonThrottled,
+		ReasonStall:
 		return string(r)
 	}
 	return "other"
