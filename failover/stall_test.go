@@ -146,7 +146,7 @@ type stallingGemini struct {
 	tick      time.Duration
 }
 
-func newStallingGemini(t *testing.T, mode stallMode) *stallingGemini {
+func newStallingGemini(t testing.TB, mode stallMode) *stallingGemini {
 	s := &stallingGemini{mode: mode, stalled: make(chan struct{}, 16), gone: make(chan struct{}, 16),
 		keepAlive: make(chan struct{}, 4), tick: 5 * time.Millisecond}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.handle))
