@@ -534,3 +534,27 @@ func counterValue(t *testing.T, r *sdkmetric.ManualReader, name, k, v string) in
 	}
 	return n
 }
+
+// TestGenaiLocalRequestErrorChargesNoOne: genai refuses, before sending
+// anything, a parameter its backend does not take (labels on the Gemini
+// API). That error is the request's: it is yielded as it is, charged to no
+// endpoint and not failed over (before, it was a server_error failure that
+// failed over, and enough of them opened a healthy endpoint).
+func TestGenaiLocalRequestErrorChargesNoOne(t *testing.T) {
+	primary := newStallingGemini(t, neverAnswers)
+	m, fall, _, _ := stallChain(t, primary, testPolicy())
+	for range 3 {
+		req := userReq("hi")
+		req.Config = &genai.GenerateContentConfig{Labels: map[string]string{"team": "a"}}
+		r := run(t.Context(), m, req, false)
+		if len(r.errs) != 1 || !strings.Contains(r.errs[0].Error(), "labels parameter is only supported") {
+			t.Fatalf("errors %v, resps %d: want genai's local error", r.errs, len(r.resps))
+		}
+	}
+	if st := m.Status()[0].Breaker; st.State != registry.StateClosed || st.Counts.Failures != 0 {
+		t.Errorf("primary %v %+v, want closed with no failure", st.State, st.Counts)
+	}
+	if primary.hits.Load() != 0 || fall.hits.Load() != 0 {
+		t.Errorf("primary hits %d, fallback hits %d: nothing should have been sent", primary.hits.Load(), fall.hits.Load())
+	}
+}
