@@ -133,7 +133,9 @@ type ModelChain struct {
 type ModelEndpoint struct {
 	// Model is the model name, e.g. "gemini-2.5-pro".
 	Model string `json:"model" yaml:"model"`
-	// Backend is "gemini_api" or "vertex_ai".
+	// Backend is "gemini_api", "vertex_ai" or "openai" (the OpenAI
+	// Responses API, /v1/responses, or a server that implements it; ADK Go
+	// v2 only).
 	Backend string `json:"backend" yaml:"backend"`
 	// Location is the Vertex AI region (vertex_ai only).
 	Location string `json:"location,omitempty" yaml:"location,omitempty"`
@@ -145,6 +147,14 @@ type ModelEndpoint struct {
 	APIKeyEnv string `json:"api_key_env,omitempty" yaml:"api_key_env,omitempty"`
 	// Timeout bounds one call to this endpoint (0: none of ours).
 	Timeout Duration `json:"timeout,omitempty" yaml:"timeout,omitempty"`
+	// FirstOutputTimeout bounds the wait for the endpoint's first content
+	// part, or its unary answer; past it the call is a stall
+	// (failover.Endpoint.FirstOutputTimeout). 0: failover's default;
+	// negative: off.
+	FirstOutputTimeout Duration `json:"first_output_timeout,omitempty" yaml:"first_output_timeout,omitempty"`
+	// IdleTimeout bounds the wait between two content parts of a stream
+	// (failover.Endpoint.IdleTimeout). 0: failover's default; negative: off.
+	IdleTimeout Duration `json:"idle_timeout,omitempty" yaml:"idle_timeout,omitempty"`
 	// Policy is this endpoint's breaker policy; zero fields inherit
 	// failover.DefaultPolicy() (not Defaults.Policy, which is tuned for tools).
 	Policy *Policy `json:"policy,omitempty" yaml:"policy,omitempty"`

@@ -131,8 +131,8 @@ func TestShortValuesAndNearMissesAreShown(t *testing.T) {
 		{"version: 1\ndefaults:\n  policy:\n    open_for: 5 m\n", "defaults.policy.open_for", `got the string "5 m"`},
 		{"version: 1\ndefaults:\n  unmapped_tools: protec\n", "defaults.unmapped_tools", `got the string "protec" (did you mean "protect"?)`},
 		{"version: 1\ndefaults:\n  unmapped_tools: hunter2pw\n", "defaults.unmapped_tools", `got a string of 9 characters ("hu…")`},
-		{"version: 1\nmodels:\n  chat:\n    endpoints:\n      - {model: m, backend: openai}\n", "models.chat.endpoints[0].backend", `unknown backend "openai" (want "gemini_api" or "vertex_ai")`},
-		{"version: 1\nmodels:\n  chat:\n    endpoints:\n      - {model: m, backend: hunter2pw}\n", "models.chat.endpoints[0].backend", `unknown backend: a string of 9 characters ("hu…") (want "gemini_api" or "vertex_ai")`},
+		{"version: 1\nmodels:\n  chat:\n    endpoints:\n      - {model: m, backend: anthropic}\n", "models.chat.endpoints[0].backend", `unknown backend "anthropic" (want "gemini_api", "vertex_ai" or "openai")`},
+		{"version: 1\nmodels:\n  chat:\n    endpoints:\n      - {model: m, backend: hunter2pw}\n", "models.chat.endpoints[0].backend", `unknown backend: a string of 9 characters ("hu…") (want "gemini_api", "vertex_ai" or "openai")`},
 		{"version: 1\nfleet:\n  address: hunter2pw\n", "fleet.address", `want host:port, got a string of 9 characters ("hu…")`},
 	} {
 		_, err := config.Parse([]byte(tc.src), config.YAML)

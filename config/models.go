@@ -15,13 +15,19 @@ import (
 const (
 	BackendGeminiAPI = "gemini_api"
 	BackendVertexAI  = "vertex_ai"
+	// BackendOpenAI is the OpenAI Responses API (POST {base_url}/responses;
+	// base_url defaults to https://api.openai.com/v1), called by ADK Go
+	// v2's model/openaimodel. A server that offers only chat completions
+	// does not work. The ADK v1 line has no OpenAI model: failover there
+	// refuses such endpoints when it builds the chain.
+	BackendOpenAI = "openai"
 )
 
 // otherBackends are names a user may write for backend that are not
 // supported (another provider, a near spelling): an error repeats them,
 // while any other refused value is shown only in part (it may be a secret
 // typed into the wrong field).
-var otherBackends = []string{"openai", "azure", "azure_openai", "anthropic", "bedrock", "ollama", "mistral", "cohere", "groq",
+var otherBackends = []string{"open_ai", "openai_compatible", "azure", "azure_openai", "anthropic", "bedrock", "ollama", "mistral", "cohere", "groq",
 	"gemini", "google", "google_ai", "googleai", "vertex", "vertexai", "gemini-api", "vertex-ai", "aistudio", "ai_studio"}
 
 func (c *File) validateModels() problems {
@@ -56,18 +62,22 @@ func (ch ModelChain) validate(p string) problems {
 			if e.APIKeyEnv != "" && (e.Location != "" || e.Project != "") {
 				ps.add(ep+".api_key_env", "a Vertex AI API key (express mode) excludes location/project")
 			}
+		case BackendOpenAI:
+			if e.Location != "" || e.Project != "" {
+				ps.add(ep, "location/project apply to vertex_ai only")
+			}
 		case "":
-			ps.add(ep+".backend", "required (%q or %q)", BackendGeminiAPI, BackendVertexAI)
+			ps.add(ep+".backend", "required (%q, %q or %q)", BackendGeminiAPI, BackendVertexAI, BackendOpenAI)
 		default:
 			// unknown backend "openai", or unknown backend: a string of 9
 			// characters ("hu…")
-			got := refusedChoice(e.Backend, []string{BackendGeminiAPI, BackendVertexAI}, otherBackends...)
+			got := refusedChoice(e.Backend, []string{BackendGeminiAPI, BackendVertexAI, BackendOpenAI}, otherBackends...)
 			if v, whole := strings.CutPrefix(got, "the string "); whole {
 				got = " " + v
 			} else {
 				got = ": " + got
 			}
-			ps.add(ep+".backend", "unknown backend%s (want %q or %q)", got, BackendGeminiAPI, BackendVertexAI)
+			ps.add(ep+".backend", "unknown backend%s (want %q, %q or %q)", got, BackendGeminiAPI, BackendVertexAI, BackendOpenAI)
 		}
 		if e.BaseURL != "" {
 			if msg := baseURLProblem(e.BaseURL); msg != "" {

@@ -71,12 +71,13 @@ func FromConfig(ctx context.Context, name string, chain config.ModelChain, reg *
 	eps := make([]Endpoint, 0, len(chain.Endpoints))
 	for i, e := range chain.Endpoints {
 		p := fmt.Sprintf("models.%s.endpoints[%d]", name, i)
-		llm, err := buildGemini(ctx, e, base)
+		llm, err := buildEndpoint(ctx, e, base)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", p, err))
 			continue
 		}
-		ep := Endpoint{LLM: llm, Key: endpointKey(e), ModelName: e.Model, Timeout: time.Duration(e.Timeout)}
+		ep := Endpoint{LLM: llm, Key: endpointKey(e), ModelName: e.Model, Timeout: time.Duration(e.Timeout),
+			FirstOutputTimeout: time.Duration(e.FirstOutputTimeout), IdleTimeout: time.Duration(e.IdleTimeout)}
 		if t := e.Throttle; t != nil {
 			ep.Throttle = &Throttle{K: t.K, Window: time.Duration(t.Window), MaxRejectProbability: t.MaxRejectProbability}
 		}

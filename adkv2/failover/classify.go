@@ -64,7 +64,8 @@ func (r Reason) boxed() any {
 // caller's error message comes from a closed set only.
 func (r Reason) closed() string {
 	switch r {
-	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted, ReasonThrottled:
+	case ReasonCircuitOpen, ReasonServerError, ReasonRateLimited, ReasonTimeout, ReasonQuotaExhausted, ReasonThrottled,
+		ReasonStall:
 		return string(r)
 	}
 	return "other"
@@ -101,6 +102,7 @@ type Classifier func(err error) (v Verdict, ok bool)
 //	5xx                                 Failure   failover  server_error
 //	transport error, malformed answer   Failure   failover  server_error
 //	400, 404, other 4xx                 Excluded  no        (the request, not the endpoint; another endpoint would fail alike)
+//	refused by the client before sending Excluded  no        (genai: a parameter its backend does not take; ADK v2's OpenAI model: TopK, …)
 //	"empty response" (prompt blocked)   Success   no        (the endpoint answered)
 //	context.Canceled                    Excluded  no
 //	*Error of a nested failover Model   as its attempts: all skipped → Excluded + failover (circuit_open)
@@ -131,6 +133,9 @@ func Classify(err error) Verdict {
 	var api genai.APIError // a value type: *genai.APIError never matches
 	if errors.As(err, &api) {
 		return apiVerdict(api)
+	}
+	if genaiLocalError(err) {
+		return Verdict{Outcome: registry.Excluded} // refused before sending (localerr.go)
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):

@@ -77,7 +77,7 @@ func TestFromConfigErrorsNameTheField(t *testing.T) {
 	t.Setenv("EMPTY_KEY", "")
 	reg := registry.MustNew()
 	_, err := failover.FromConfig(context.Background(), "chat", config.ModelChain{Endpoints: []config.ModelEndpoint{
-		{Model: "a", Backend: "openai"},
+		{Model: "a", Backend: "anthropic"},
 		{Model: "", Backend: config.BackendGeminiAPI},
 		{Model: "b", Backend: config.BackendGeminiAPI, BaseURL: "ftp://x"},
 	}}, reg)

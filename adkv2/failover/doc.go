@@ -34,6 +34,17 @@
 // call stays on that endpoint: a stream that fails after its first chunk
 // reports the error as it is, never switching models silently mid-answer.
 //
+// # Stalls
+//
+// An endpoint that accepts a call and then produces no content is a stall:
+// no content part (a thought part counts; headers, SSE keep-alives and
+// content-less chunks do not) within Endpoint.FirstOutputTimeout of the
+// call's start, or within Endpoint.IdleTimeout of the last part (defaults
+// DefaultFirstOutputTimeout and DefaultIdleTimeout; negative: off). A
+// stall is a failure of the endpoint (reason stall). Before the first chunk
+// the call fails over; after it, the call ends with a *StallError saying how
+// much was streamed, never a silently truncated answer.
+//
 // Each call gets its own copy of the request with Model set to the
 // endpoint's model name (ADK's request names the chain; model/gemini sends
 // LLMRequest.Model, and mutates the request it is given).

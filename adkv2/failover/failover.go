@@ -62,6 +62,18 @@ type Endpoint struct {
 	// next endpoint. Off by default. Not on the last endpoint of a chain,
 	// which has nowhere to send shed calls.
 	Throttle *Throttle
+	// FirstOutputTimeout bounds the wait for the endpoint's first content
+	// part (a thought part counts; response headers, SSE keep-alives and
+	// chunks without content do not), or for its unary answer. When it
+	// passes, the call is a stall: a failure of the endpoint (reason
+	// stall), and the chain moves on. If 0, DefaultFirstOutputTimeout;
+	// negative: off.
+	FirstOutputTimeout time.Duration
+	// IdleTimeout bounds the wait between two content parts of a stream.
+	// When it passes, the call ends with a *StallError saying how much was
+	// streamed, and counts as a failure of the endpoint (reason stall). If
+	// 0, DefaultIdleTimeout; negative: off.
+	IdleTimeout time.Duration
 }
 
 // EndpointKey returns the breaker key of an endpoint, in the format of
@@ -128,6 +140,11 @@ type Model struct {
 	answer       bool
 	noMeta       bool
 
+	// stalls counts stalls (WithMeterProvider); nil otherwise.
+	stalls metric.Int64Counter
+	// afterFunc starts stall timers (time.AfterFunc; tests replace it).
+	afterFunc afterFunc
+
 	pending atomic.Int64
 	unsub   func()
 	once    sync.Once
@@ -150,6 +167,9 @@ type endpoint struct {
 	abandoned atomic.Int64
 	// thr is the endpoint's adaptive throttle; nil when off.
 	thr *throttle
+	// probeDue is when the endpoint's in-flight half-open probe must have
+	// answered (registry clock, Unix nanoseconds; 0: none known).
+	probeDue atomic.Int64
 	// cappedHint is set once a server's retry hint above the policy's
 	// MaxRetryHint was logged (once per endpoint).
 	cappedHint atomic.Bool
@@ -333,7 +353,11 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			errs = append(errs, fmt.Errorf("meter provider: %w", err))
 		}
 		m.abandonedCalls = a
+		if m.stalls, err = newStallCounter(s.meter); err != nil {
+			errs = append(errs, err)
+		}
 	}
+	m.afterFunc = realAfterFunc
 	m.eps = make([]endpoint, len(endpoints))
 	seen := map[registry.Key]int{}
 	for i, e := range endpoints {
@@ -589,11 +613,11 @@ func (m *Model) ThrottleOf(key registry.Key) (rejectProbability float64, rejecti
 // wait is how long until ep may be called: its breaker's RetryAfter (a
 // hint or quota hold is the breaker's own open hold); zero when it may be
 // called now.
-func (ep *endpoint) wait(registry.Clock) time.Duration {
+func (ep *endpoint) wait(clk registry.Clock) time.Duration {
 	if ep.br.Policy().Shadow {
 		return 0 // a breaker in shadow mode refuses nothing: never a reason to skip the model
 	}
-	return ep.br.RetryAfter()
+	return ep.probeWait(clk, ep.br.RetryAfter()) // a probe in flight: its own deadline (probe.go)
 }
 
 // holdReason names a hold a server asked for, from the cause of the

@@ -77,7 +77,8 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 				// Opened since: not a request the endpoint saw.
 				ep.thr.unsend(m.clock.Now())
 			}
-			m.leave(ctx, &c, ep, ep.refusalReason(d.Cause), d.RetryAfter, nil)
+			r, wait := m.refused(ep, d)
+			m.leave(ctx, &c, ep, r, wait, nil)
 			continue
 		}
 		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
@@ -109,19 +110,33 @@ func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registr
 	cl.m, cl.ep, cl.res, cl.caller, cl.actx, cl.yield = m, ep, res, ctx, ctx, yield
 	cl.from, cl.fromReason, cl.hops = c.from, c.fromReason, c.hops
 	defer cl.settle()
-	if ep.Timeout > 0 {
+	cl.stall.first, cl.stall.idle = stallDeadlines(&ep.Endpoint)
+	if ep.Timeout > 0 || cl.stall.on() {
 		tctx, cancel := context.WithCancelCause(ctx)
 		defer cancel(nil)
-		timer := time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
-		defer timer.Stop()
-		cl.timer, cl.cancel = timer, cancel
+		cl.cancel = cancel
 		cl.actx = tctx
 		cl.ctx.Context = tctx
+		if ep.Timeout > 0 {
+			timer := time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
+			defer timer.Stop()
+			cl.timer = timer
+		}
+		if cl.stall.on() {
+			cl.startStall()
+			defer cl.stopStall()
+		}
 	}
+	cl.probeStarted()
 	if ep.Timeout > 0 {
 		m.runBounded(cl, ep, stream)
 	} else {
 		ep.LLM.GenerateContent(&cl.ctx, &cl.req, stream)(cl.item)
+	}
+	if err := cl.ourCut(); err != nil {
+		// Our deadline cut the call and the endpoint ended without saying
+		// so (genai ends a stream silently when its read fails).
+		cl.item(nil, err)
 	}
 	cl.report(registry.Success, 0) // the endpoint finished without an error (no-op once reported)
 	cl.out.done = !cl.out.failover
@@ -140,6 +155,7 @@ func (cl *call) item(resp *model.LLMResponse, err error) bool {
 
 func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 	m, ep := cl.m, cl.ep
+	resp, err = cl.stallItem(resp, err)
 	if cl.timer != nil && (err != nil || resp != nil) {
 		// Our Timeout bounds the wait for the answer or the first chunk (or
 		// error); a stream that has started runs under the caller's
@@ -221,8 +237,10 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 		// The consumer stopped. After partial chunks only, that says nothing
 		// about the endpoint.
 		cl.report(registry.Excluded, 0)
+		return false
 	}
-	return ok
+	cl.rearmStall()
+	return true
 }
 
 // report reports the attempt's outcome exactly once.
@@ -231,6 +249,7 @@ func (cl *call) report(o registry.Outcome, hint time.Duration) {
 		return
 	}
 	cl.reported = true
+	cl.probeDone()
 	cl.res.Report(o, hint)
 	cl.m.pending.Add(-1)
 }
@@ -257,6 +276,9 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 	}
 	if actx != ctx && context.Cause(actx) == errTimeout {
 		return Verdict{Outcome: registry.Failure, Failover: true, Reason: ReasonTimeout}
+	}
+	if cl.stall.fired.Load() {
+		return Verdict{Outcome: registry.Failure, Failover: true, Reason: ReasonStall}
 	}
 	var v Verdict
 	ok := false
@@ -486,6 +508,9 @@ type call struct {
 	req  model.LLMRequest
 	cfg  genai.GenerateContentConfig
 	buf  [8]*genai.Content
+
+	stall stallWatch
+	probe bool // a half-open probe whose deadline is in ep.probeDue
 
 	// The attempt's state.
 	m            *Model

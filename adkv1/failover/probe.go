@@ -1,0 +1,70 @@
+package failover
+
+import (
+	"time"
+
+	"github.com/adkbreaker/adkbreaker/registry"
+)
+
+// refused says why a call the endpoint's breaker refused skips it, and when
+// the endpoint may be tried again. While a recovering endpoint's trial call
+// (the half-open probe) is in flight, the breaker's circuit turns the call
+// away, whatever opened it first (a retry hint, a quota, failures): the
+// reason is circuit_open, and the wait is what remains of the probe's own
+// deadline (its Timeout or stall deadline), not the policy's ProbeLease,
+// which is only a backstop.
+func (m *Model) refused(ep *endpoint, d registry.Decision) (Reason, time.Duration) {
+	if d.State == registry.StateHalfOpen && d.Reason == registry.RefusedProbeBusy {
+		return ReasonCircuitOpen, ep.probeWait(m.clock, d.RetryAfter)
+	}
+	return ep.refusalReason(d.Cause), d.RetryAfter
+}
+
+// probeWait caps w (a probe's remaining lease) by what remains of the
+// in-flight probe's current deadline, when one is known.
+func (ep *endpoint) probeWait(clk registry.Clock, w time.Duration) time.Duration {
+	due := ep.probeDue.Load()
+	if due == 0 || w <= 0 || w == registry.UntilReset {
+		return w
+	}
+	left := time.Duration(due - clk.Now().UnixNano())
+	return min(w, max(left, 0))
+}
+
+// probeStarted records an admitted probe's first deadline: the earliest of
+// its Timeout and its first-output deadline. A probe without either leaves
+// nothing (its lease is the only bound).
+func (cl *call) probeStarted() {
+	if !cl.res.Probe() {
+		return
+	}
+	cl.probe = true
+	d := cl.stall.first
+	if t := cl.ep.Timeout; t > 0 && (d == 0 || t < d) {
+		d = t
+	}
+	if d > 0 {
+		cl.ep.probeDue.Store(cl.m.clock.Now().Add(d).UnixNano())
+	}
+}
+
+// probeProgressed moves the probe's deadline to its idle deadline after a
+// content part (or forgets it when idle detection is off).
+func (cl *call) probeProgressed() {
+	if !cl.probe {
+		return
+	}
+	if cl.stall.idle > 0 {
+		cl.ep.probeDue.Store(cl.m.clock.Now().Add(cl.stall.idle).UnixNano())
+		return
+	}
+	cl.ep.probeDue.Store(0)
+}
+
+// probeDone forgets the probe's deadline once its outcome is reported.
+func (cl *call) probeDone() {
+	if cl.probe {
+		cl.probe = false
+		cl.ep.probeDue.Store(0)
+	}
+}
