@@ -189,7 +189,15 @@ func notSent(err error, h *hintHolder, gc *guardConn) bool {
 		return false
 	}
 	if h.refused.Load() {
-		return true // its POST was answered 404, or 400 naming the session
+		// Its POST was answered 404, or 400 naming the session, or its
+		// connection was refused.
+		return true
+	}
+	if gc.passthrough && h.write.Load() == writeNone {
+		// The go-sdk's own HTTP connection, whose every request is seen
+		// (connObserver): no POST of the call was made at all (the
+		// connection had already failed).
+		return true
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return true

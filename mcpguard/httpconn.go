@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -68,20 +69,47 @@ func (o *connObserver) RoundTrip(req *http.Request) (*http.Response, error) {
 	ctx := req.Context()
 	h, _ := ctx.Value(hintKey{}).(*hintHolder)
 	dl, hasDL := ctx.Deadline()
+	// A leg's own request runs under the leg's context. Requests the
+	// go-sdk makes under its connection's context (the standalone stream,
+	// answers to the server's requests) may carry the values of the
+	// connect leg the connection was made in, without its deadline.
+	legReq := h != nil && hasDL && !dl.After(h.legEnd)
+	if !legReq {
+		h = nil
+	}
+	var msg jsonrpc.Message
+	if req.Method == http.MethodPost && req.GetBody != nil {
+		if b, err := req.GetBody(); err == nil {
+			data, _ := io.ReadAll(io.LimitReader(b, 1<<20))
+			_ = b.Close()
+			msg, _ = jsonrpc.DecodeMessage(data)
+		}
+	}
+	call := false
+	courtesy := false
+	if r, ok := msg.(*jsonrpc.Request); ok {
+		call = r.IsCall()
+		courtesy = r.Method == "notifications/cancelled"
+	}
 	handshake := o.gc.dialEnd.Load()
 	var bound time.Duration // of the wait for response headers; 0: none
 	switch {
-	case req.Method == http.MethodDelete:
-		// Bounded by roundTripper.
-	case h != nil && (!hasDL || dl.After(h.legEnd)):
-		// Detached from our leg (notifications/cancelled): a courtesy,
-		// never past the operation's own deadline.
-		rem := h.remaining()
-		if rem <= 0 {
-			return nil, errCourtesyDropped
+	case req.Method == http.MethodDelete || legReq:
+		// Bounded by roundTripper, or by the leg.
+	case courtesy:
+		// notifications/cancelled for a leg that ended, sent under a
+		// context detached from it: a courtesy, never past the
+		// operation's own deadline.
+		hh, _ := ctx.Value(hintKey{}).(*hintHolder)
+		bound = detachedWriteBound
+		if hh != nil {
+			rem := hh.remaining()
+			if rem <= 0 {
+				return nil, errCourtesyDropped
+			}
+			bound = min(bound, rem)
 		}
-		bound = min(detachedWriteBound, rem)
-	case !hasDL && handshake != 0:
+	case handshake != 0:
 		// Opened from inside the go-sdk's connect under its own context
 		// (the standalone SSE GET, subscriptions/listen): the connect
 		// ceiling spans every request of the handshake.
@@ -96,18 +124,6 @@ func (o *connObserver) RoundTrip(req *http.Request) (*http.Response, error) {
 		// An answer to a server's request, or a notification, written
 		// under the connection's context.
 		bound = writeBound
-	}
-	call := false
-	if h != nil && req.Method == http.MethodPost && req.GetBody != nil {
-		if b, err := req.GetBody(); err == nil {
-			data, _ := io.ReadAll(io.LimitReader(b, 1<<20))
-			_ = b.Close()
-			if m, err := jsonrpc.DecodeMessage(data); err == nil {
-				if r, ok := m.(*jsonrpc.Request); ok && r.IsCall() {
-					call = true
-				}
-			}
-		}
 	}
 	var cancel context.CancelFunc = func() {}
 	var timer *time.Timer
@@ -127,23 +143,22 @@ func (o *connObserver) RoundTrip(req *http.Request) (*http.Response, error) {
 		if handshake != 0 && req.Method == http.MethodGet {
 			o.gc.dead.Store(true) // the standalone stream failed: so does the connection
 		}
-		if err == nil {
-			err = context.DeadlineExceeded
-		}
-		o.record(h, call, req, nil)
-		return nil, err
+		return nil, context.DeadlineExceeded
 	}
 	if err != nil {
 		cancel()
 		if handshake != 0 && req.Method == http.MethodGet && !hasDL {
 			o.gc.dead.Store(true)
 		}
-		o.record(h, call, req, nil)
+		o.record(h, call, req, nil, err)
 		return nil, err
 	}
-	o.record(h, call, req, resp)
+	o.record(h, call, req, resp, nil)
 	if resp.Body != nil {
-		resp.Body = &observedBody{ReadCloser: resp.Body, gc: o.gc, ctx: req.Context(), cancel: cancel}
+		// Only a leg's own response says whether an answer came cut off
+		// or oversized: the standalone stream ending with the server's
+		// process is a lost connection, not a truncated answer.
+		resp.Body = &observedBody{ReadCloser: resp.Body, gc: o.gc, ctx: req.Context(), cancel: cancel, leg: legReq}
 	} else {
 		cancel()
 	}
@@ -153,12 +168,15 @@ func (o *connObserver) RoundTrip(req *http.Request) (*http.Response, error) {
 // record notes in the leg what became of its request: a call answered 2xx
 // went out; a call answered 404, or 400 while naming a session, was refused
 // before the server ran it; 401/403 is an authorization failure.
-func (o *connObserver) record(h *hintHolder, call bool, req *http.Request, resp *http.Response) {
+func (o *connObserver) record(h *hintHolder, call bool, req *http.Request, resp *http.Response, err error) {
 	if h == nil {
 		return
 	}
 	if resp == nil {
 		if call {
+			if errors.Is(err, syscall.ECONNREFUSED) {
+				h.refused.Store(true) // nothing listens: it never arrived
+			}
 			h.wrote(errNotSent)
 		}
 		return
@@ -194,6 +212,7 @@ type observedBody struct {
 	gc     *guardConn
 	ctx    context.Context
 	cancel context.CancelFunc
+	leg    bool // the body answers a leg's request
 	prefix []byte
 }
 
@@ -209,7 +228,7 @@ func (b *observedBody) Read(p []byte) (int, error) {
 			s := string(b.prefix)
 			b.gc.lastBody.Store(&s)
 		}
-		if err != io.EOF && b.ctx.Err() == nil {
+		if err != io.EOF && b.leg && b.ctx.Err() == nil {
 			switch msg := err.Error(); {
 			case strings.Contains(msg, "exceeds max_result_bytes"):
 				b.gc.oversized.Store(true)
