@@ -399,3 +399,63 @@ func newLoopback(t *testing.T, h http.Handler) string {
 }
 
 var _ = errors.New
+
+// TestCloseLeavesNoIdleConnections: after Guard.Close no connection of the
+// caller's HTTP client to the server is left open, idle keep-alive
+// connections included (the server sees every one closed).
+func TestCloseLeavesNoIdleConnections(t *testing.T) {
+	srv := mcp.NewServer(&mcp.Implementation{Name: "sdk", Version: "v1"}, legacyServerOptions())
+	mcp.AddTool(srv, &mcp.Tool{Name: "echo"}, func(context.Context, *mcp.CallToolRequest, struct{}) (*mcp.CallToolResult, any, error) {
+		return &mcp.CallToolResult{}, nil, nil
+	})
+	var mu sync.Mutex
+	open := map[net.Conn]bool{}
+	allClosed := make(chan struct{}, 1)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := &http.Server{Handler: mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return srv }, nil),
+		ConnState: func(c net.Conn, st http.ConnState) {
+			mu.Lock()
+			defer mu.Unlock()
+			switch st {
+			case http.StateNew:
+				open[c] = true
+			case http.StateClosed, http.StateHijacked:
+				delete(open, c)
+				if len(open) == 0 {
+					select {
+					case allClosed <- struct{}{}:
+					default:
+					}
+				}
+			}
+		}}
+	go func() { _ = hs.Serve(ln) }()
+	defer hs.Close()
+	tr := &http.Transport{}
+	g := mcpguard.MustNew(testRegistry(t), []mcpguard.Server{{Name: "sdk",
+		Dial: mcpguard.StreamableHTTP("http://"+ln.Addr().String()+"/mcp", &http.Client{Transport: tr})}})
+	tools, err := discover(t, t.Context(), g, "inv")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tools["echo"].Run(newToolCtx(t.Context()), map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	// Drain a signal from connections closed before Close.
+	select {
+	case <-allClosed:
+	default:
+	}
+	_ = g.Close()
+	select {
+	case <-allClosed:
+	case <-time.After(10 * time.Second):
+		mu.Lock()
+		n := len(open)
+		mu.Unlock()
+		t.Fatalf("after Close, %d connection(s) of the caller's client still open to the server", n)
+	}
+}
