@@ -15,7 +15,9 @@ import (
 // elicitingServer is a go-sdk server whose tool "ask" asks the client for a
 // name (elicitation); Dial connects a fresh in-memory pair to it.
 func elicitingServer(t *testing.T) func(context.Context) (mcp.Transport, error) {
-	srv := mcp.NewServer(&mcp.Implementation{Name: "elicit", Version: "v1"}, nil)
+	// Legacy versions: on protocol 2026-07-28 a server asks for input with a
+	// multi round-trip result instead of a request to the client.
+	srv := mcp.NewServer(&mcp.Implementation{Name: "elicit", Version: "v1"}, legacyServerOptions())
 	mcp.AddTool(srv, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "your name?", RequestedSchema: map[string]any{
 			"type": "object", "properties": map[string]any{"name": map[string]any{"type": "string"}}}})
