@@ -34,7 +34,6 @@ type sdkAssertion struct {
 func scanSDKAssertions(t *testing.T) (version string, out []sdkAssertion) {
 	t.Helper()
 	cmd := exec.Command("go", "list", "-m", "-f", "{{.Version}} {{.Dir}}", "github.com/modelcontextprotocol/go-sdk")
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
 	b, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -m go-sdk: %v", err)
