@@ -43,6 +43,10 @@ type server struct {
 	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
 	cachedAt    time.Time     // Guarded by mu.
 	stale       bool          // Guarded by mu: tools/list_changed arrived.
+	// changes counts tools/list_changed notifications, so that one arriving
+	// while a discovery runs (its list may predate the change) leaves the
+	// list stale. Guarded by mu.
+	changes uint64
 	discovering chan struct{} // Guarded by mu: closed when the discovery in flight ends.
 	discErr     error         // Guarded by mu: result of the last discovery.
 }
@@ -86,6 +90,7 @@ func (s *server) clientOptions(user *mcp.ClientOptions) *mcp.ClientOptions {
 	o.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
 		s.mu.Lock()
 		s.stale = true
+		s.changes++
 		s.mu.Unlock()
 		if userChanged != nil {
 			userChanged(ctx, req)
@@ -190,6 +195,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	}
 	ch := make(chan struct{})
 	s.discovering = ch
+	changes := s.changes
 	s.mu.Unlock()
 
 	ts, err := s.discover(ctx, start)
@@ -198,7 +204,8 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	s.discovering = nil
 	s.discErr = err
 	if err == nil {
-		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), false
+		// A list_changed that came while listing may postdate the list.
+		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), s.changes != changes
 	}
 	s.mu.Unlock()
 	close(ch)
