@@ -39,14 +39,14 @@ type server struct {
 	// handlers times the user's own handlers (Server.Client).
 	handlers handlerClock
 
-	mu          sync.Mutex
-	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
-	cachedAt    time.Time     // Guarded by mu.
-	stale       bool          // Guarded by mu: tools/list_changed arrived.
+	mu       sync.Mutex
+	cache    []*Tool   // Guarded by mu: the last good tool list (nil: none yet).
+	cachedAt time.Time // Guarded by mu.
+	stale    bool      // Guarded by mu: tools/list_changed arrived.
 	// changes counts tools/list_changed notifications, so that one arriving
 	// while a discovery runs (its list may predate the change) leaves the
 	// list stale. Guarded by mu.
-	changes uint64
+	changes     uint64
 	discovering chan struct{} // Guarded by mu: closed when the discovery in flight ends.
 	discErr     error         // Guarded by mu: result of the last discovery.
 }
