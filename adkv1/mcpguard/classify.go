@@ -65,6 +65,22 @@ func (o *op) failure(l leg, err error, gc *guardConn) *Error {
 		return e
 	}
 	e.Class, e.Reason = classifyErr(err)
+	if st := l.hint.authStatus(); st != 0 && e.Class != ClassOK {
+		// 401/403, or the OAuth flow the go-sdk ran on one failed: our
+		// credentials, not the server's health. Whatever error text the
+		// go-sdk built (a JSON-RPC error body, a flow error, a broken
+		// connection), it is an authorization failure.
+		e.Class, e.Reason, e.countAuth = ClassAuth, ReasonUnauthorized, o.s.cfg.CountAuthFailures
+		if st == 403 {
+			e.Reason = ReasonForbidden
+		}
+		return e
+	}
+	if l.hint != nil && l.hint.sessionRejected.Load() && e.Class == ClassFault {
+		// HTTP 400 to a request naming our session: the server (such as
+		// one on the TypeScript SDK) does not know it. Renewed like a 404.
+		e.Reason = ReasonSessionMissing
+	}
 	if e.Reason == ReasonOversized {
 		e.Limit = LimitMaxResultBytes
 	}
@@ -171,6 +187,17 @@ func classifyErr(err error) (Class, Reason) {
 func notSent(err error, h *hintHolder, gc *guardConn) bool {
 	if gc == nil || h == nil || h.write.Load() == writeDone {
 		return false
+	}
+	if h.refused.Load() {
+		// Its POST was answered 404, or 400 naming the session, or its
+		// connection was refused.
+		return true
+	}
+	if gc.passthrough && h.write.Load() == writeNone {
+		// The go-sdk's own HTTP connection, whose every request is seen
+		// (connObserver): no POST of the call was made at all (the
+		// connection had already failed).
+		return true
 	}
 	if errors.Is(err, mcp.ErrSessionMissing) {
 		return true

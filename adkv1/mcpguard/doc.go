@@ -63,10 +63,13 @@
 //
 // # Optional and required servers
 //
-// A required server that cannot be reached fails Start and the turn (the
+// A required server that cannot be reached fails Start with an *Error. After
+// Start, while its last good tool list exists it is served like an
+// optional one (unless NoLastGood); without one it fails the turn (the
 // toolset's Tools) with an *Error, or an *UnavailableError while its
 // breaker is open. An optional one is left out of the tool list (or served
-// from its last good list; Guard.Degraded lists them), and the toolset
+// from its last good list, fresh or not, while it is down or its breaker
+// open; Guard.Degraded lists them), and the toolset
 // tells the model, once per
 // request and as data, which capability is missing
 // (degrade.CapabilityNotice, appended to the system instruction), or, when
@@ -84,7 +87,23 @@
 // twice (registry.Admission). Errors implement
 // registry.OutcomeReporter: timeouts at our deadlines, transport faults and
 // protocol faults are failures; budget exhaustion and cancellation are
-// excluded; refusals are successes.
+// excluded; refusals are successes; authorization failures (ClassAuth:
+// HTTP 401/403, a failed OAuth flow) are excluded and never retried
+// (Server.CountAuthFailures counts them).
+//
+// # The go-sdk's own behaviour
+//
+// The go-sdk's streamable HTTP connection is handed to the go-sdk
+// unwrapped (it carries hooks a wrapper cannot forward: the
+// MCP-Protocol-Version header, the standalone SSE stream, tools/list_changed
+// and server requests on it) and is guarded at its HTTP requests; other
+// connections are wrapped. Server.Client gives the guard's client the
+// handlers a server may need (elicitation, sampling, logging, progress),
+// and Server.Roots its roots; they survive reconnection. A refused
+// connection drops the session, and a server answering an unknown session
+// with 400 (not 404) has it renewed, so that the first operation after a
+// restart starts a new session. A stdio server is a Dial returning an
+// mcp.CommandTransport: a new process per connection.
 //
 // # Answers that are not answers
 //

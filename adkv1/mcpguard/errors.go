@@ -72,6 +72,12 @@ const (
 	// ClassCancelled: the caller cancelled, or the run's deadline passed
 	// while waiting. Not the server's fault.
 	ClassCancelled Class = "cancelled"
+	// ClassAuth: the server refused our credentials (HTTP 401 or 403, or
+	// the OAuth flow the go-sdk ran on a 401 failed). The server is up and
+	// answering; repeating the request with the same credentials would get
+	// the same answer. Not retried; excluded from the breaker unless
+	// Server.CountAuthFailures.
+	ClassAuth Class = "auth"
 )
 
 // Reason is a closed set of finer causes, for logs and dashboards.
@@ -99,6 +105,14 @@ const (
 	ReasonToolNotListed     Reason = "tool_not_listed"
 	ReasonBudgetExhausted   Reason = "budget_exhausted"
 	ReasonCancelled         Reason = "cancelled"
+	// ReasonClientHandler: the leg ran out of time while (or after) one of
+	// the user's own handlers (Server.Client: elicitation, sampling) ran
+	// during it; not the server's slowness.
+	ReasonClientHandler Reason = "client_handler"
+	// ReasonUnauthorized: HTTP 401 (or a failed OAuth flow after one).
+	ReasonUnauthorized Reason = "unauthorized"
+	// ReasonForbidden: HTTP 403 (such as insufficient_scope).
+	ReasonForbidden Reason = "forbidden"
 
 	// ReasonRetryDeclined: the server ended an SSE stream asking (retry:)
 	// for a wait before resuming it longer than the operation had left; the
@@ -152,6 +166,8 @@ type Error struct {
 	// payload is a bounded excerpt of the raw response of a protocol fault,
 	// for logs and RawPayload; never in the message.
 	payload string
+	// countAuth: Server.CountAuthFailures (ClassAuth counts as a failure).
+	countAuth bool
 }
 
 func (e *Error) Error() string {
@@ -180,6 +196,8 @@ func (e *Error) Error() string {
 		fmt.Fprintf(&b, "%s refused by the server (%s)", e.Boundary, e.Reason)
 	case ClassProtocol:
 		fmt.Fprintf(&b, "%s returned an invalid response (%s)", e.Boundary, e.Reason)
+	case ClassAuth:
+		fmt.Fprintf(&b, "%s not authorized by the server (%s)", e.Boundary, e.Reason)
 	default:
 		if d, ok := e.Cause.(*retryDeclined); ok && e.Reason == ReasonRetryDeclined {
 			fmt.Fprintf(&b, "%s: the server asked to wait %s before resuming its stream, more than the %s left of the operation (budget %s); declined",
@@ -206,10 +224,18 @@ func quote(s string) string { return `"` + degrade.SafeName(s) + `"` }
 func (e *Error) Unwrap() error { return e.Cause }
 
 // BreakerOutcome tells the breaker how to count e (registry.OutcomeReporter).
+// An authorization failure (ClassAuth) is excluded: the server answered,
+// and its outage is not what failed (Server.CountAuthFailures makes it a
+// failure).
 func (e *Error) BreakerOutcome() registry.Outcome {
 	switch e.Class {
 	case ClassFault, ClassTimeout, ClassProtocol:
 		return registry.Failure
+	case ClassAuth:
+		if e.countAuth {
+			return registry.Failure
+		}
+		return registry.Excluded
 	case ClassRefused, ClassOK:
 		return registry.Success
 	default:
@@ -239,7 +265,7 @@ func (e *Error) DegradeReason() degrade.Reason {
 	case ClassUnavailable:
 		return degrade.ReasonCircuitOpen
 	}
-	if e.Boundary == BoundaryConnect {
+	if e.Boundary == BoundaryConnect || e.Class == ClassAuth {
 		return degrade.ReasonConnectFailed
 	}
 	if e.RetryAfter > 0 {
@@ -277,7 +303,11 @@ func (e *Error) callerBound() bool {
 // brokeConnection reports whether e means the session cannot be used again.
 func (e *Error) brokeConnection() bool {
 	switch e.Reason {
-	case ReasonConnectionClosed, ReasonSessionMissing, ReasonTruncated, ReasonTransport:
+	case ReasonConnectionClosed, ReasonSessionMissing, ReasonTruncated, ReasonTransport,
+		// Nothing listens at the server's address: the process that held
+		// the session is gone. A session kept through it would be sent,
+		// once a new process listens, as a session it does not know.
+		ReasonConnectionRefused:
 		return true
 	}
 	return false

@@ -286,6 +286,11 @@ func (g *Guard) Degraded() []DegradedServer {
 		s.mu.Lock()
 		err, lastGood := s.discErr, s.cache != nil && !s.cfg.NoLastGood
 		s.mu.Unlock()
+		if err == nil {
+			if e := s.breakerDown(); e != nil {
+				err = e // the list is fresh, the server's breaker open
+			}
+		}
 		if err != nil && serverDown(err) { // not a caller that ran out of time
 			out = append(out, DegradedServer{Server: s.cfg.Name, Capability: s.cfg.Capability, LastGood: lastGood, Err: err})
 		}

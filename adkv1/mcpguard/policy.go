@@ -34,6 +34,34 @@ type Server struct {
 	// and never re-established. Prefer Dial.
 	Session *mcp.ClientSession
 
+	// Client holds the client-side handlers the server may need: an
+	// ElicitationHandler (the server asks the user for input), a
+	// CreateMessageHandler (sampling), a LoggingMessageHandler, a
+	// ProgressNotificationHandler, and so on. The guard builds its one
+	// go-sdk client for the server from a copy of it, and every
+	// reconnection reuses that client, so the handlers survive
+	// reconnection. A ToolListChangedHandler is called after the guard's
+	// own (which ends the cached tool list). Without one, the go-sdk
+	// answers a server's elicitation or sampling request at once with an
+	// error, as it does for any client without the handler.
+	//
+	// Time spent in an ElicitationHandler or CreateMessageHandler (a person
+	// answering) is not charged to the server: a leg that runs out of time
+	// while one of them runs, or after one ran during it, ends as
+	// ClassCancelled with ReasonClientHandler (not retried, excluded from
+	// the breaker). It still counts against CallTimeout and
+	// OperationBudget, which bound how long the model waits: size
+	// CallTimeout for the person. See docs/mcp.md.
+	Client *mcp.ClientOptions
+	// Roots are the roots the client offers the server (roots/list).
+	Roots []*mcp.Root
+	// CountAuthFailures makes an authorization failure (HTTP 401 or 403,
+	// or a failed OAuth flow: ClassAuth) a failure of the server's breaker.
+	// By default it is excluded: the server answered; the credentials are
+	// what failed, and the breaker counts outages. Never retried either
+	// way.
+	CountAuthFailures bool
+
 	// ConnectTimeout bounds the handshake (transport dial, initialize and
 	// the initialized confirmation). If 0, 5s.
 	ConnectTimeout time.Duration
@@ -189,6 +217,9 @@ func (s Server) Validate() error {
 		bad("dial", "one of dial and session is required")
 	case s.Dial != nil && s.Session != nil:
 		bad("dial", "dial and session are mutually exclusive")
+	}
+	if s.Session != nil && (s.Client != nil || len(s.Roots) > 0) {
+		bad("client", "client and roots apply to the guard's own sessions (Dial); a caller's Session keeps the handlers of the client that made it")
 	}
 	for _, d := range []struct {
 		field string

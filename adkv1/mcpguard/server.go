@@ -36,11 +36,17 @@ type server struct {
 	// opened (resetting its backoff) nor resets the count of failing calls.
 	callsFailing atomic.Bool
 	tel          *serverTel // trace.go; nil until New has set it up
+	// handlers times the user's own handlers (Server.Client).
+	handlers handlerClock
 
-	mu          sync.Mutex
-	cache       []*Tool       // Guarded by mu: the last good tool list (nil: none yet).
-	cachedAt    time.Time     // Guarded by mu.
-	stale       bool          // Guarded by mu: tools/list_changed arrived.
+	mu       sync.Mutex
+	cache    []*Tool   // Guarded by mu: the last good tool list (nil: none yet).
+	cachedAt time.Time // Guarded by mu.
+	stale    bool      // Guarded by mu: tools/list_changed arrived.
+	// changes counts tools/list_changed notifications, so that one arriving
+	// while a discovery runs (its list may predate the change) leaves the
+	// list stale. Guarded by mu.
+	changes     uint64
 	discovering chan struct{} // Guarded by mu: closed when the discovery in flight ends.
 	discErr     error         // Guarded by mu: result of the last discovery.
 }
@@ -63,15 +69,71 @@ func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 	if cfg.Session != nil {
 		s.conn.sess = cfg.Session
 	}
-	s.conn.client = mcp.NewClient(&mcp.Implementation{Name: "adkbreaker-mcpguard", Version: "v1"}, &mcp.ClientOptions{
-		ToolListChangedHandler: func(context.Context, *mcp.ToolListChangedRequest) {
-			s.mu.Lock()
-			s.stale = true
-			s.mu.Unlock()
-		},
-	})
+	s.conn.client = mcp.NewClient(&mcp.Implementation{Name: "adkbreaker-mcpguard", Version: "v1"}, s.clientOptions(cfg.Client))
+	if len(cfg.Roots) > 0 {
+		s.conn.client.AddRoots(cfg.Roots...)
+	}
 	s.h.server, s.h.required = cfg.Name, cfg.Required
 	return s
+}
+
+// clientOptions returns the options of the guard's client for the server:
+// a copy of the user's (nil: none), with the guard's tools/list_changed
+// handler first and the user's waiting handlers (elicitation, sampling)
+// timed (see handlerClock).
+func (s *server) clientOptions(user *mcp.ClientOptions) *mcp.ClientOptions {
+	var o mcp.ClientOptions
+	if user != nil {
+		o = *user
+	}
+	userChanged := o.ToolListChangedHandler
+	o.ToolListChangedHandler = func(ctx context.Context, req *mcp.ToolListChangedRequest) {
+		s.mu.Lock()
+		s.stale = true
+		s.changes++
+		s.mu.Unlock()
+		if userChanged != nil {
+			userChanged(ctx, req)
+		}
+	}
+	if h := o.ElicitationHandler; h != nil {
+		o.ElicitationHandler = func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			defer s.handlers.enter()()
+			return h(ctx, req)
+		}
+	}
+	if h := o.CreateMessageHandler; h != nil {
+		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+			defer s.handlers.enter()()
+			return h(ctx, req)
+		}
+	}
+	return &o
+}
+
+// handlerClock tells whether the user's own handlers (which may wait on a
+// person) ran during a leg: active counts those running, epoch changes at
+// every entry and exit.
+type handlerClock struct {
+	active atomic.Int32
+	epoch  atomic.Uint64
+}
+
+func (c *handlerClock) enter() (exit func()) {
+	c.active.Add(1)
+	c.epoch.Add(1)
+	return func() {
+		c.active.Add(-1)
+		c.epoch.Add(1)
+	}
+}
+
+// mark returns a token for since.
+func (c *handlerClock) mark() uint64 { return c.epoch.Load() }
+
+// since reports whether a handler ran at any time since mark was taken.
+func (c *handlerClock) since(mark uint64) bool {
+	return c.active.Load() > 0 || c.epoch.Load() != mark
 }
 
 // tools returns the server's tools: the cached list while it is fresh, else
@@ -91,6 +153,13 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 		if s.cache != nil && !s.stale && s.g.clock.Now().Sub(s.cachedAt) < s.cfg.ToolsTTL {
 			t := s.cache
 			s.mu.Unlock()
+			if e := s.breakerDown(); e != nil {
+				// The list is fresh, but the server's breaker is not
+				// closed: its tools are offered from a cached list and
+				// may fail, which the model is told (or, with NoLastGood,
+				// they are left out).
+				return s.lastGood(e)
+			}
 			return t, nil
 		}
 		ch := s.discovering
@@ -126,6 +195,7 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	}
 	ch := make(chan struct{})
 	s.discovering = ch
+	changes := s.changes
 	s.mu.Unlock()
 
 	ts, err := s.discover(ctx, start)
@@ -134,7 +204,8 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 	s.discovering = nil
 	s.discErr = err
 	if err == nil {
-		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), false
+		// A list_changed that came while listing may postdate the list.
+		s.cache, s.cachedAt, s.stale = ts, s.g.clock.Now(), s.changes != changes
 	}
 	s.mu.Unlock()
 	close(ch)
@@ -142,6 +213,22 @@ func (s *server) tools(ctx context.Context) ([]*Tool, error) {
 		return s.lastGood(err)
 	}
 	return ts, nil
+}
+
+// breakerDown returns an *UnavailableError while the server's breaker is
+// open or isolated (not while closed or half-open: a half-open breaker
+// admits a probe, which the offered tools may be), nil otherwise. It
+// admits nothing.
+func (s *server) breakerDown() *UnavailableError {
+	st := s.br.State()
+	if st != registry.StateOpen {
+		return nil
+	}
+	ra, why := s.br.RetryAfter(), registry.RefusedOpen
+	if ra == registry.UntilReset {
+		why = registry.RefusedIsolated
+	}
+	return &UnavailableError{Server: s.cfg.Name, State: st, Refusal: why, RetryAfter: ra}
 }
 
 // lastGood serves the last good list after a failed discovery, if allowed.
@@ -343,6 +430,7 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 				e = le
 			} else {
 				o.startLeg()
+				mark := s.handlers.mark()
 				res, err := sess.CallTool(l.ctx, params)
 				if err == nil {
 					l.cancel()
@@ -364,6 +452,12 @@ func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, e
 					return out, nil
 				}
 				e = o.failure(l, err, gc)
+				if e.Class == ClassTimeout && s.handlers.since(mark) {
+					// The time ran out while the user's own handler (a
+					// person answering an elicitation) had the call: not
+					// the server's slowness.
+					e.Class, e.Reason = ClassCancelled, ReasonClientHandler
+				}
 				o.endLeg(e.Class)
 				l.cancel()
 				sent = !notSent(err, l.hint, gc)

@@ -160,6 +160,16 @@ type hintHolder struct {
 	// notification) on a guardConn: writeNone, writeFailed or writeDone. It
 	// is the evidence notSent decides from.
 	write atomic.Int32
+	// refused: the leg's call was answered, before the server ran it, that
+	// its session is unknown (HTTP 404, or 400 to a request naming a
+	// session). Recorded by connObserver.
+	refused atomic.Bool
+	// sessionRejected: a request of the leg naming a session got HTTP 400:
+	// classified as a lost session (renewed once per operation).
+	sessionRejected atomic.Bool
+	// auth: the HTTP status (401, 403) of a request of the leg refused for
+	// authorization; 0 when none was.
+	auth atomic.Int32
 }
 
 // States of hintHolder.write.
@@ -181,6 +191,14 @@ func (h *hintHolder) wrote(err error) {
 
 // remaining returns the time left to the operation of the leg h belongs to.
 func (h *hintHolder) remaining() time.Duration { return time.Until(h.opEnd) }
+
+// authStatus returns the 401/403 a request of the leg got, or 0.
+func (h *hintHolder) authStatus() int {
+	if h == nil {
+		return 0
+	}
+	return int(h.auth.Load())
+}
 
 func (h *hintHolder) get() time.Duration {
 	if h == nil {

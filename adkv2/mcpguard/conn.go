@@ -5,7 +5,9 @@ package mcpguard
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"strings"
 	"sync"
@@ -44,6 +46,8 @@ type conn struct {
 	dialErr *Error             // Guarded by mu: result of the last dial, for its waiters.
 	dialEnd time.Time          // Guarded by mu: when the last dial ended.
 	closed  bool               // Guarded by mu.
+	// lastHTTP is the HTTP client of the last streamable connection.
+	lastHTTP *http.Client // Guarded by mu.
 }
 
 var errGuardClosed = errors.New("mcpguard: guard closed")
@@ -138,6 +142,9 @@ func (c *conn) session(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 				return nil, nil, e
 			}
 			c.sess, c.gc = s, gc
+			if gc != nil && gc.http != nil {
+				c.lastHTTP = gc.http
+			}
 		}
 		c.mu.Unlock()
 		close(ch)
@@ -180,6 +187,15 @@ func (c *conn) dial(o *op) (*mcp.ClientSession, *guardConn, *Error) {
 		// connection ourselves in case the failure came earlier or later.
 		closeSession(sess, gt.gc)
 		return nil, nil, o.failure(l, err, gt.gc)
+	}
+	if gc := gt.gc; gc != nil && gc.passthrough {
+		// The go-sdk's own connection ends its session when it fails
+		// (the server said the session is gone, a stream broke beyond
+		// resumption): mark it dead so that the next operation reconnects.
+		go func() {
+			_ = sess.Wait()
+			gc.dead.Store(true)
+		}()
 	}
 	return sess, gt.gc, nil
 }
@@ -229,8 +245,14 @@ func (c *conn) close() {
 	if c.owned {
 		old, gc = c.detachLocked()
 	}
+	hc := c.lastHTTP
 	c.mu.Unlock()
 	closeSession(old, gc)
+	if hc != nil {
+		// The session's requests are over: leave no idle keep-alive
+		// connection of the caller's HTTP client open to the server.
+		hc.CloseIdleConnections()
+	}
 }
 
 func (c *conn) connected() bool {
@@ -248,16 +270,54 @@ type guardTransport struct {
 	gc       *guardConn
 }
 
+// Connect connects the inner transport. The go-sdk type-asserts optional,
+// unexported interfaces on the connection it gets (its streamable HTTP
+// client connection implements the hook that records the negotiated
+// protocol version for the MCP-Protocol-Version header and opens the
+// standalone SSE stream); a wrapper outside the go-sdk cannot forward an
+// unexported method, so a connection that has such hooks is handed to the
+// go-sdk unwrapped, and guarded one layer down, on its HTTP requests
+// (httpconn.go). Only connections without hooks (stdio, in-memory, pipes)
+// are wrapped in a guardConn. TestConnectionHooksForwarded checks the
+// go-sdk's list of hooks against this.
 func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
+	if st, ok := t.inner.(*mcp.StreamableClientTransport); ok && st != nil {
+		gc := &guardConn{maxBytes: t.maxBytes, passthrough: true}
+		gc.dialEnd.Store(t.dialEnd.UnixNano())
+		cp := *st // a copy: the caller's transport is not modified
+		cp.HTTPClient = observedClient(st.HTTPClient, gc)
+		gc.http = cp.HTTPClient
+		c, err := cp.Connect(ctx)
+		if err != nil {
+			return nil, err
+		}
+		gc.inner = c
+		t.gc = gc
+		return c, nil
+	}
 	c, err := t.inner.Connect(ctx)
 	if err != nil {
 		return nil, err
 	}
-	_, ctxAborts := t.inner.(*mcp.StreamableClientTransport)
-	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes, ctxAborts: ctxAborts}
+	if hasHooks(c) {
+		// A hooked connection from a transport we cannot observe below
+		// the connection: faithful first, unguarded at the transport.
+		gc := &guardConn{inner: c, maxBytes: t.maxBytes, passthrough: true}
+		t.gc = gc
+		return c, nil
+	}
+	t.gc = &guardConn{inner: c, maxBytes: t.maxBytes}
 	t.gc.dialEnd.Store(t.dialEnd.UnixNano())
 	return t.gc, nil
 }
+
+// hookedConns are the go-sdk's client connection types that implement one
+// of the optional interfaces it type-asserts on a connection (see
+// TestConnectionHooksForwarded, which derives the list from the go-sdk's
+// source in the module cache and fails when it changes).
+var hookedConns = map[string]bool{"*mcp.streamableClientConn": true}
+
+func hasHooks(c mcp.Connection) bool { return hookedConns[fmt.Sprintf("%T", c)] }
 
 // guardConn is the client side of one connection. It
 //   - replaces a response whose result exceeds maxBytes with a JSON-RPC
@@ -272,8 +332,19 @@ func (t *guardTransport) Connect(ctx context.Context) (mcp.Connection, error) {
 //   - remembers the last response, so that a protocol fault can log the raw
 //     payload (bounded).
 type guardConn struct {
-	inner     mcp.Connection
-	maxBytes  int
+	inner    mcp.Connection
+	maxBytes int
+	// passthrough: the go-sdk was handed inner itself (it has hooks a
+	// wrapper would hide): this guardConn only observes it, from its HTTP
+	// requests (httpconn.go) and its session's end (conn.watch). Its Read
+	// and Write are not used.
+	passthrough bool
+	// http is the HTTP client of a passthrough streamable connection, whose
+	// idle keep-alive connections Guard.Close closes.
+	http *http.Client
+	// lastBody is a bounded prefix of the last HTTP response body read
+	// (passthrough), for the log line of a protocol fault.
+	lastBody  atomic.Pointer[string]
 	dead      atomic.Bool
 	truncated atomic.Bool
 	oversized atomic.Bool
@@ -389,9 +460,43 @@ func (c *guardConn) Write(ctx context.Context, m jsonrpc.Message) error {
 	return err
 }
 
+// isRejected reports whether err says the request was rejected before it
+// was sent or answered without breaking the connection (the go-sdk wraps
+// such errors with its internal ErrRejected, code -32005). The whole chain
+// is searched: on go-sdk ≥ v1.8.0 an HTTP error answer carrying a JSON-RPC
+// error (server/discover answered 400 with -32022) wraps that error first
+// and the rejection after it.
 func isRejected(err error) bool {
-	var we *jsonrpc.Error
-	return errors.As(err, &we) && we.Code == codeRejected
+	found := false
+	walkErrs(err, func(e error) bool {
+		if we, ok := e.(*jsonrpc.Error); ok && we.Code == codeRejected {
+			found = true
+		}
+		return !found
+	})
+	return found
+}
+
+// walkErrs calls f on err and every error it wraps, depth first, until f
+// returns false.
+func walkErrs(err error, f func(error) bool) bool {
+	if err == nil {
+		return true
+	}
+	if !f(err) {
+		return false
+	}
+	switch u := err.(type) {
+	case interface{ Unwrap() error }:
+		return walkErrs(u.Unwrap(), f)
+	case interface{ Unwrap() []error }:
+		for _, e := range u.Unwrap() {
+			if !walkErrs(e, f) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 func (c *guardConn) Close() error {
@@ -411,6 +516,9 @@ func (c *guardConn) lastPayload(limit int) string {
 	}
 	r := c.last.Load()
 	if r == nil {
+		if b := c.lastBody.Load(); b != nil {
+			return printable(*b, limit)
+		}
 		return ""
 	}
 	raw := r.Result

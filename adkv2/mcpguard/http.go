@@ -43,6 +43,9 @@ func HTTPClient(base *http.Client) *http.Client {
 
 type roundTripper struct{ inner http.RoundTripper }
 
+// CloseIdleConnections forwards to the inner transport.
+func (rt *roundTripper) CloseIdleConnections() { closeIdle(rt.inner) }
+
 func (rt *roundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
 	if req.Method == http.MethodDelete {
 		bound := closeTimeout
@@ -220,9 +223,11 @@ func (b *capBody) Read(p []byte) (int, error) {
 }
 
 // StreamableHTTP returns a Server.Dial for an MCP server at endpoint over
-// streamable HTTP, using HTTPClient(client). The standalone SSE stream is
-// disabled (tools need none, and it would hold a connection open), and the
-// go-sdk's own stream resumption is left at its default.
+// streamable HTTP, using HTTPClient(client). The go-sdk runs the connection
+// as it would alone: on a legacy (session) server it opens the standalone
+// SSE stream, on which the server sends tools/list_changed and requests
+// not tied to a call (elicitation, sampling); it holds one connection open
+// per server. Its own stream resumption is left at its default.
 //
 // Keep credentials out of endpoint (user info, a token in the query): a
 // transport error quotes the URL, and the guard's log lines carry that error
@@ -230,6 +235,6 @@ func (b *capBody) Read(p []byte) (int, error) {
 func StreamableHTTP(endpoint string, client *http.Client) func(context.Context) (mcp.Transport, error) {
 	hc := HTTPClient(client)
 	return func(context.Context) (mcp.Transport, error) {
-		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc, DisableStandaloneSSE: true}, nil
+		return &mcp.StreamableClientTransport{Endpoint: endpoint, HTTPClient: hc}, nil
 	}
 }

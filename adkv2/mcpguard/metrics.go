@@ -72,13 +72,13 @@ func newInstruments(m metric.Meter) (*instruments, error) {
 // The operations and classes attribute sets are precomputed for.
 const (
 	nOps     = 3
-	nClasses = 8
+	nClasses = 9
 )
 
 var (
 	opNames = [nOps]string{string(BoundaryConnect), string(BoundaryListTools), string(BoundaryCallTool)}
 	classes = [nClasses]Class{ClassOK, ClassFault, ClassTimeout, ClassProtocol, ClassRefused,
-		ClassBudgetExhausted, ClassUnavailable, ClassCancelled}
+		ClassBudgetExhausted, ClassUnavailable, ClassCancelled, ClassAuth}
 )
 
 func opIndex(b Boundary) int {
