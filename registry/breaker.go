@@ -721,8 +721,15 @@ type Status struct {
 	// (which admits nothing until an operator resets it).
 	RetryAfter time.Duration
 	// Since is when the state last changed.
-	Since  time.Time
-	Counts Counts
+	Since time.Time
+	// HoldEnded is true when the breaker is open and its hold is over: the
+	// next call is admitted as the probe, so State reads StateHalfOpen, but
+	// no transition has happened yet (it happens when that call comes), and
+	// Since, the transitions and the log still say open. Operator views
+	// (the status page, /healthz) show such a breaker as open with a probe
+	// due.
+	HoldEnded bool
+	Counts    Counts
 }
 
 // Status returns a snapshot of the breaker.
@@ -731,6 +738,7 @@ func (b *Breaker) Status() Status {
 	c := b.Counts()
 	b.mu.Lock()
 	s := Status{Key: b.key, State: st, Isolated: b.isolated, Cause: b.openCause, RetryAfter: w, Since: b.lastChange, Counts: c}
+	s.HoldEnded = st == StateHalfOpen && State(b.state.Load()) == StateOpen && !b.isolated
 	if st == StateClosed {
 		s.Cause = 0
 	}

@@ -36,9 +36,13 @@ type Document struct {
 
 // Dependency is one breaker's state.
 type Dependency struct {
-	Name     string `json:"name"`
-	State    string `json:"state"` // closed, half_open, open
-	Isolated bool   `json:"isolated"`
+	Name  string `json:"name"`
+	State string `json:"state"` // closed, half_open, open
+	// ProbeDue is true for an open breaker whose hold is over: the next call
+	// is admitted as its probe (RetryAfterSeconds is 0). It stays open, as
+	// Since and the transitions say, until that call comes.
+	ProbeDue bool `json:"probe_due,omitempty"`
+	Isolated bool `json:"isolated"`
 	// Mode is "enforce", or "shadow" for a breaker in shadow mode
 	// (registry.Policy.Shadow), which admits the calls it would refuse and
 	// counts them in Counts.ShadowRefusals.
@@ -188,6 +192,7 @@ func (h *Handler) Document() Document {
 		dep := Dependency{
 			Name:              string(s.Key),
 			State:             s.State.String(),
+			ProbeDue:          s.HoldEnded,
 			Isolated:          s.Isolated,
 			Since:             s.Since.UTC(),
 			RetryAfterSeconds: registry.RetrySeconds(s.RetryAfter),
@@ -197,6 +202,11 @@ func (h *Handler) Document() Document {
 				ShortCircuits: s.Counts.ShortCircuits, Trips: s.Counts.Trips, ShadowRefusals: s.Counts.ShadowRefusals,
 			},
 			Mode: "enforce",
+		}
+		if s.HoldEnded {
+			// The hold is over but no call has come to probe: the breaker is
+			// still open, as Since, the transitions and the log say.
+			dep.State = registry.StateOpen.String()
 		}
 		if !s.Since.IsZero() {
 			dep.InStateSeconds = max(0, now.Sub(s.Since).Seconds())
@@ -291,6 +301,9 @@ func (h *Handler) HealthDocument() Health {
 	degraded := 0
 	for _, s := range snap {
 		c := HealthCheck{ComponentID: string(s.Key), Status: "pass", ObservedValue: s.State.String()}
+		if s.HoldEnded {
+			c.ObservedValue = registry.StateOpen.String() // until a call probes it
+		}
 		if s.State != registry.StateClosed {
 			c.Status = "warn"
 			degraded++

@@ -460,3 +460,37 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	defer l.mu.Unlock()
 	return l.w.Write(p)
 }
+
+// TestHoldEndedStaysOpen: when a breaker's hold ends and no call has come
+// to probe it, the document and /healthz keep saying open (with a probe
+// due), as Since, the transitions and the log do; the first call then
+// moves it to half-open.
+func TestHoldEndedStaysOpen(t *testing.T) {
+	clk := registrytest.NewFakeClock(t0)
+	reg := registry.MustNew(registry.WithClock(clk), registry.WithPolicy("billing", registry.Policy{
+		ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true,
+	}))
+	h, _ := newPage(t, reg)
+	b, _ := reg.Get("billing")
+	tk, _ := b.Admit()
+	tk.Done(registry.Failure)
+	clk.Advance(11 * time.Second)
+	if st := b.Status(); st.State != registry.StateHalfOpen || !st.HoldEnded {
+		t.Fatalf("registry status = %+v, want half-open admission with HoldEnded", st)
+	}
+	d := h.Document().Dependencies[0]
+	if d.State != "open" || !d.ProbeDue || d.RetryAfterSeconds != 0 {
+		t.Errorf("document: state=%s probe_due=%v retry_after=%v, want open, true, 0", d.State, d.ProbeDue, d.RetryAfterSeconds)
+	}
+	if c := h.HealthDocument().Checks[statuspage.HealthKey][0]; c.ObservedValue != "open" {
+		t.Errorf("healthz observed %q, want open", c.ObservedValue)
+	}
+	probe, dec := b.Admit()
+	if !dec.Allowed || !probe.Probe() {
+		t.Fatalf("the first call after the hold is not the probe: %+v", dec)
+	}
+	if d := h.Document().Dependencies[0]; d.State != "half_open" || d.ProbeDue {
+		t.Errorf("after the probe is admitted: state=%s probe_due=%v, want half_open, false", d.State, d.ProbeDue)
+	}
+	probe.Done(registry.Success)
+}
