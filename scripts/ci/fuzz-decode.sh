@@ -5,5 +5,6 @@
 # list of targets, which also gives it the retry on an engine time-out.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
-go test -list '^FuzzDecode$' ./redact | grep -qx FuzzDecode || { echo "missing fuzz target FuzzDecode in ./redact" >&2; exit 1; }
+listed=$(go test -list '^FuzzDecode$' ./redact)
+grep -qx FuzzDecode <<<"$listed" || { echo "missing fuzz target FuzzDecode in ./redact" >&2; exit 1; }
 go test -run '^$' -fuzz '^FuzzDecode$' -fuzztime "${FUZZTIME:-10s}" ./redact
