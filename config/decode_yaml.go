@@ -2,10 +2,14 @@ package config
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"reflect"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -40,6 +44,11 @@ func decodeYAML(data []byte) decoded {
 		d.problems = []Problem{*x.tooBig}
 		return d
 	}
+	if root.Kind == yaml.DocumentNode && len(root.Content) == 1 {
+		x.types = map[*yaml.Node]reflect.Type{}
+		x.seen = map[yamlVisit]bool{}
+		x.check(root.Content[0], reflect.TypeFor[File](), "")
+	}
 
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
@@ -58,6 +67,15 @@ func decodeYAML(data []byte) decoded {
 			}
 		}
 	}
+	// The values yaml.v3 took but JSON would refuse: problems like its own,
+	// in file order among them.
+	d.problems = append(d.problems, x.strict...)
+	for _, p := range x.strict {
+		d.scopes = append(d.scopes, p.Path)
+	}
+	slices.SortStableFunc(d.problems, func(a, b Problem) int {
+		return cmp.Or(cmp.Compare(a.Line, b.Line), cmp.Compare(a.Column, b.Column))
+	})
 	var extra yaml.Node
 	switch err := dec.Decode(&extra); {
 	case errors.Is(err, io.EOF):
@@ -118,6 +136,140 @@ type yamlIndex struct {
 	keys   map[int][]yamlEntry // mapping keys, by line; path is the key's field
 	vals   map[int][]yamlEntry // values, by line
 	tooBig *Problem
+
+	// Set by check.
+	types  map[*yaml.Node]reflect.Type // the Go type each value is decoded into
+	seen   map[yamlVisit]bool
+	strict []Problem // values yaml.v3 decodes that do not have their field's type
+}
+
+// yamlVisit is a value checked against a type: an alias of it is not
+// checked again (so that aliases of aliases cost what the nodes cost).
+type yamlVisit struct {
+	node *yaml.Node
+	t    reflect.Type
+}
+
+// check walks n, the value of the field at path, against t, the Go type it
+// is decoded into, and reports (in x.strict) every value that yaml.v3
+// decodes although it does not have that type — where JSON, whose walker
+// refuses them (decodeJSON), and yaml.v3 itself for other kinds, give an
+// error:
+//
+//   - a number with a fraction or an exponent (0.9, 2.5, -1.5, 1e3, 1.0,
+//     !!float 3) in an integer field: yaml.v3 truncates it (0.9 becomes 0);
+//   - .inf, -.inf or .nan in a number field: JSON has no such numbers, and
+//     no range check refuses a NaN;
+//   - an integer, number, boolean, timestamp, binary or custom-tagged value
+//     in a string field: yaml.v3 takes its text (or decodes the base64 of
+//     !!binary); write it in quotes;
+//   - y, yes, on, n, no, off (in any case yaml.v3 knows) in a boolean field:
+//     strings in YAML 1.2 that yaml.v3 reads as booleans for YAML 1.1.
+//
+// Kinds yaml.v3 refuses itself (a string in an integer field, a list where
+// a mapping is due) are left to its messages, and durations to
+// Duration.UnmarshalYAML. It also records each value's Go type, so that
+// yaml.v3's messages, which name the type but not the field, find their
+// field when several values share a line.
+func (x *yamlIndex) check(n *yaml.Node, t reflect.Type, path string) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	v := yamlVisit{n, t}
+	if x.seen[v] {
+		return
+	}
+	x.seen[v] = true
+	if _, ok := x.types[n]; !ok {
+		x.types[n] = t
+	}
+	if t == durationType {
+		return
+	}
+	switch n.Kind {
+	case yaml.MappingNode:
+		if t.Kind() != reflect.Struct && t.Kind() != reflect.Map {
+			return
+		}
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, val := n.Content[i], n.Content[i+1]
+			if k.Kind == yaml.ScalarNode && k.ShortTag() == "!!merge" {
+				// "<<: *base" or "<<: [*a, *b]": the merged mappings'
+				// keys are this mapping's.
+				if val.Kind == yaml.SequenceNode {
+					for _, m := range val.Content {
+						x.check(m, t, path)
+					}
+				} else {
+					x.check(val, t, path)
+				}
+				continue
+			}
+			vt := t.Elem
+			if t.Kind() == reflect.Struct {
+				ft := fieldType(t, k.Value)
+				if ft == nil {
+					continue // an unknown field: yaml.v3 reports it
+				}
+				vt = func() reflect.Type { return ft }
+			}
+			x.check(val, vt(), join(path, seg(k.Value)))
+		}
+	case yaml.SequenceNode:
+		if t.Kind() != reflect.Slice {
+			return
+		}
+		for i, c := range n.Content {
+			x.check(c, t.Elem(), index(path, i))
+		}
+	case yaml.ScalarNode:
+		if msg := laxScalar(n, t); msg != "" {
+			x.strict = append(x.strict, Problem{Path: path, Line: n.Line, Column: n.Column, Message: msg})
+		}
+	}
+}
+
+// laxScalar returns the problem with n, a scalar that yaml.v3 decodes into
+// a value of type t although it does not have that type, or "".
+func laxScalar(n *yaml.Node, t reflect.Type) string {
+	tag := n.ShortTag()
+	if tag == "!!null" {
+		return "" // leaves the field unset, as JSON's null does
+	}
+	got := func(note string) string {
+		return "want " + want(t) + ", got " + gotYAML(tag, n.Value) + note
+	}
+	switch t.Kind() {
+	case reflect.Int, reflect.Int64:
+		if tag != "!!float" {
+			return ""
+		}
+		var f float64
+		if n.Decode(&f) != nil || !(f <= math.MaxInt64) || reflect.New(t).Elem().OverflowInt(int64(f)) {
+			return "" // out of range: yaml.v3 refuses it
+		}
+		return got("")
+	case reflect.Float64:
+		var f float64
+		if (tag == "!!float" || tag == "!!int") && n.Decode(&f) == nil && (math.IsNaN(f) || math.IsInf(f, 0)) {
+			return got(" (not a finite number)")
+		}
+	case reflect.String:
+		if tag != "!!str" {
+			return got(" (write it in quotes)")
+		}
+	case reflect.Bool:
+		if tag == "!!str" {
+			switch n.Value {
+			case "y", "Y", "yes", "Yes", "YES", "on", "On", "ON", "n", "N", "no", "No", "NO", "off", "Off", "OFF":
+				return got(" (write true or false)")
+			}
+		}
+	}
+	return ""
 }
 
 func (x *yamlIndex) walk(n *yaml.Node, path string) {
@@ -214,7 +366,19 @@ func (x *yamlIndex) problem(msg string) (p Problem, scope string, hides bool) {
 		sm := reYAMLType.FindStringSubmatch(rest)
 		tag, val, into := sm[1], sm[2], sm[3]
 		var best *yamlEntry
+		// The value of the type yaml.v3 names, when check knows it: a
+		// line may hold several values of one tag ("- {throttle: [1.2]}"
+		// is a list in a list).
 		for i, e := range x.vals[line] {
+			if t, ok := x.types[e.node]; ok && t.String() == into && (e.node.ShortTag() == tag || e.node.Tag == tag) {
+				best = &x.vals[line][i]
+				break
+			}
+		}
+		for i, e := range x.vals[line] {
+			if best != nil {
+				break
+			}
 			if e.node.ShortTag() != tag && e.node.Tag != tag {
 				continue
 			}

@@ -27,8 +27,13 @@
 // # Strict decoding
 //
 // Unknown fields, duplicate keys and values of the wrong type are errors in
-// both formats (JSON field names are matched exactly, as in YAML). Durations
-// are strings ("30s", "1m30s", "250ms") or numbers of seconds (90, 2.5).
+// both formats (JSON field names are matched exactly, as in YAML). YAML is
+// as strict as JSON: a fraction in an integer field (max_model_calls: 0.9),
+// .inf or .nan in a number field, a number or boolean in a string field
+// (tools: [42]) and YAML 1.1's yes or off in a boolean field are refused
+// with their field path, where yaml.v3 alone would truncate or convert them.
+// Durations are strings ("30s", "1m30s", "250ms") or numbers of seconds
+// (90, 2.5).
 //
 // # Every problem at once
 //

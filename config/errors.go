@@ -210,16 +210,25 @@ func fieldType(t reflect.Type, name string) reflect.Type {
 	return nil
 }
 
-// schemaTypes are the struct types of the file, by their Go name.
+// schemaTypes are the struct types of the file, by their Go name: File and
+// every struct type reachable from its fields, so that none is missed when
+// one is added.
 var schemaTypes = func() map[string]reflect.Type {
 	m := map[string]reflect.Type{}
-	for _, t := range []reflect.Type{
-		reflect.TypeFor[File](), reflect.TypeFor[Defaults](), reflect.TypeFor[Dependency](),
-		reflect.TypeFor[Policy](), reflect.TypeFor[ModelChain](), reflect.TypeFor[ModelEndpoint](),
-		reflect.TypeFor[MCPServer](), reflect.TypeFor[MCPRetry](),
-	} {
+	var add func(t reflect.Type)
+	add = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || m[t.String()] != nil {
+			return
+		}
 		m[t.String()] = t
+		for i := range t.NumField() {
+			add(t.Field(i).Type)
+		}
 	}
+	add(reflect.TypeFor[File]())
 	return m
 }()
 

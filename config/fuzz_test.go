@@ -29,6 +29,9 @@ var fuzzSeeds = []string{
 	`{"version": 1, "dependencies": {"a": {"tools": ["x"]}, "a": {}}}`,
 	`{"version": 1, "defaults": {"policy": {"open_for": 1e999, "window": "-0s"}}}`,
 	`{"Version": 1, "defaults": {"turn_limit": 9223372036854775808}}`,
+	"version: 1\ndefaults:\n  max_model_calls: 0.9\n  tool_repeat_limits: {poll: -1.5}\n  remove_unavailable: yes\n",
+	"version: 1\nbase: &b {tools: [1, 2024-01-01]}\ndependencies: {a: *b, c: {<<: *b, repeat_limit: 2.0}}\n",
+	"version: 1\nmodels: {a: {endpoints: [{model: m, backend: gemini_api, throttle: {k: .inf}}, {model: n, backend: gemini_api}]}}\n",
 }
 
 func addSeeds(f *testing.F, fixtures ...string) {
@@ -102,6 +105,25 @@ func FuzzParseYAML(f *testing.F) {
 			return
 		}
 		checkParsed(t, c, config.YAML)
+		// YAML is never more lenient than JSON: the same document written
+		// as JSON parses too, to the same file.
+		var generic any
+		if yaml.Unmarshal(data, &generic) != nil {
+			t.Fatal("Parse accepted what yaml.Unmarshal refuses")
+		}
+		asJSON, err := json.Marshal(generic)
+		if err != nil {
+			return // a mapping key that is not a string: JSON cannot write it
+		}
+		cj, err := config.Parse(asJSON, config.JSON)
+		if err != nil {
+			t.Fatalf("YAML accepted, the same document as JSON refused: %v\n%s", err, asJSON)
+		}
+		a, _ := json.Marshal(c)
+		b, _ := json.Marshal(cj)
+		if !bytes.Equal(a, b) {
+			t.Fatalf("YAML and JSON read the same document differently:\n%s\n%s", a, b)
+		}
 	})
 }
 

@@ -1,6 +1,7 @@
 package redact_test
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -21,6 +22,30 @@ func BenchmarkText(b *testing.B) {
 			b.ReportAllocs()
 			for b.Loop() {
 				redact.Text(s, 4096)
+			}
+		})
+	}
+}
+
+// BenchmarkTextDeepEscapes: an escape nested as deep as the input allows,
+// each layer in another scheme than the one inside it (so that every layer
+// needs one more decoding), at two sizes: the time grows with the length,
+// not with its square.
+func BenchmarkTextDeepEscapes(b *testing.B) {
+	for _, size := range []int{4 << 10, 32 << 10} {
+		s := "&#61;"
+		for len(s) < size {
+			if s[0] == '&' {
+				s = "%26" + s[1:]
+			} else {
+				s = "&#37;" + s[1:]
+			}
+		}
+		in := "password" + s + "hunter2xyz"
+		b.Run(strconv.Itoa(size>>10)+"K", func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				redact.Text(in, 64<<10)
 			}
 		})
 	}

@@ -53,10 +53,11 @@ func Printable(s string, limit int) string {
 //     style keys; Shopify (shpat_…), DigitalOcean (dop_v1_…), Mailgun
 //     (key-…), GitLab (glpat-…, gldt-…), Hugging Face (hf_…), npm, PyPI,
 //     SendGrid and Google OAuth client secret (GOCSPX-…) tokens; Discord
-//     bot tokens; key=value, "key": "value", 'key': 'value' (Python's repr)
-//     and \"key\": \"value\" pairs whose key names a secret (password,
-//     secret, token, api_key, auth, credential, cookie, session…), a quoted
-//     value to its closing quote; long random-looking tokens (32 or more
+//     bot tokens; key=value, key: value, "key": "value", 'key': 'value'
+//     (Python's repr) and \"key\": \"value\" pairs whose key names a secret
+//     (password, secret, token, api_key, auth, credential, cookie,
+//     session…), a quoted value to its closing quote; long random-looking
+//     tokens (32 or more
 //     characters mixing upper case, lower case and digits, or
 //     hexadecimal); loopback, private, link-local, shared (100.64/10) and
 //     unspecified IPv4 and IPv6 addresses, including IPv4-mapped IPv6 and
@@ -66,12 +67,24 @@ func Printable(s string, limit int) string {
 //     "developer mode", role tags such as </system>…), whatever spaces
 //     separate their words.
 //
+// A label and its value read as prose are kept: "Password: must be at
+// least 8 characters.", "Auth: none required.", "Bearer tokens are
+// accepted", "the next page token followed by…". A label followed by a colon
+// and a space (an authorization scheme followed by a space) is prose when
+// its value is a plain word — letters in a word's case, or a number of up
+// to five digits, not a token that mixes letters and digits — and a
+// sentence goes on after it. A value after "=" or in quotes, a value that
+// ends the text, a token such as hunter2xyz, and the scheme in an
+// Authorization header are always redacted.
+//
 // Escapes cannot hide a pattern either: Text also matches the text with
-// percent-encoding decoded (once or more: %3A, %253A), backslash escapes
-// decoded behind any number of backslashes (\u0041, \\u0041 in JSON
-// embedded in a JSON string, \x41, \", \/) and HTML character references
-// decoded (&quot;, &#65;). When that finds something more to redact, the
-// output is the decoded text, redacted; otherwise the text keeps its
+// percent-encoding (%3A), backslash escapes behind any number of
+// backslashes (\u0041, \\u0041 in JSON embedded in a JSON string, \x41,
+// \", \/) and HTML character references (&quot;, &#65;) decoded, and
+// escapes of escapes decoded again until none is left, to any depth and in
+// any mix of the three (%253A, &amp;amp;amp;#61;, %26#37;3A), in time
+// linear in the text's length. When that finds something more to redact,
+// the output is the decoded text, redacted; otherwise the text keeps its
 // escapes.
 //
 // When s is longer than Text examines (four times limit, or limit + 48 KiB
@@ -121,13 +134,34 @@ func apply(s string, prefilter bool) string {
 		if prefilter && r.need != nil && !r.need(s) {
 			continue
 		}
-		if r.fn != nil {
+		switch {
+		case r.at != nil:
+			s = replaceAt(s, r.re, r.at)
+		case r.fn != nil:
 			s = r.re.ReplaceAllStringFunc(s, r.fn)
-		} else {
+		default:
 			s = r.re.ReplaceAllLiteralString(s, r.with)
 		}
 	}
 	return s
+}
+
+// replaceAt replaces each match s[lo:hi] of re with at(s, lo, hi).
+func replaceAt(s string, re *regexp.Regexp, at func(s string, lo, hi int) string) string {
+	ms := re.FindAllStringIndex(s, -1)
+	if ms == nil {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s))
+	copied := 0
+	for _, m := range ms {
+		b.WriteString(s[copied:m[0]])
+		b.WriteString(at(s, m[0], m[1]))
+		copied = m[1]
+	}
+	b.WriteString(s[copied:])
+	return b.String()
 }
 
 // decoded returns s, normalised text, with its escapes decoded (decode) and
@@ -163,6 +197,14 @@ func Sensitive(s string) bool {
 func sensitive(s string) bool {
 	for _, r := range rules {
 		if !r.secret || r.need != nil && !r.need(s) {
+			continue
+		}
+		if r.at != nil {
+			for _, m := range r.re.FindAllStringIndex(s, -1) {
+				if r.at(s, m[0], m[1]) != s[m[0]:m[1]] {
+					return true
+				}
+			}
 			continue
 		}
 		if r.fn == nil {
@@ -266,12 +308,15 @@ func invisible(r rune) bool {
 }
 
 // rule is one redaction: re's matches become with, or fn(match) if fn is
-// set. secret marks the rules Sensitive applies.
+// set, or at(s, lo, hi) for the match s[lo:hi] if at is set (a rule that
+// reads the text around its match). secret marks the rules Sensitive
+// applies.
 type rule struct {
 	secret bool
 	re     *regexp.Regexp
 	with   string
 	fn     func(string) string
+	at     func(s string, lo, hi int) string
 	// need, if set, reports false only when re cannot match s: a cheap
 	// literal test that lets most text skip most patterns (Go's regexp
 	// costs microseconds per pattern even on text it cannot match).
@@ -300,7 +345,7 @@ var rules = []rule{
 	{secret: true, re: regexp.MustCompile(`[^ /@:"'<>()\[\]]+:[^ /@]+@(?:[A-Za-z0-9-]+(?:\.[A-Za-z0-9-]+)+|[A-Za-z0-9.-]+:[0-9]+)`), with: Redacted,
 		need: func(s string) bool { return strings.Contains(s, "@") && strings.Contains(s, ":") }},
 	// Authorization schemes, with or without a space after them.
-	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), fn: authCredential,
+	{secret: true, re: regexp.MustCompile(`(?i)(?:bearer|\bbasic|\btoken|\bnegotiate)[ :=]*[A-Za-z0-9._~+/=-]{6,}`), at: authCredential,
 		need: hasWordFold("bearer", "basic", "token", "negotiate")},
 	// Well-known token shapes.
 	{secret: true, re: regexp.MustCompile(`eyJ[A-Za-z0-9_-]{5,}\.[A-Za-z0-9_-]{5,}(?:\.[A-Za-z0-9_-]*)?`), with: Redacted, need: has("eyJ")},
@@ -322,7 +367,7 @@ var rules = []rule{
 	// key=value, key: value, "key": "value", 'key': 'value' (Python's repr),
 	// \"key\": \"value\" (JSON inside a JSON string); a quoted value to its
 	// closing quote.
-	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*(?:\\*["'])? ?[=:] ?(?:\\*"(?:[^"\\]|\\[^"])*(?:\\*")?|'[^']*'?|[^ "&,;]+)`), with: Redacted,
+	{secret: true, re: regexp.MustCompile(`(?i)[a-z0-9_.-]*` + secretKey + `[a-z0-9_.-]*(?:\\*["'])? ?[=:] ?(?:\\*"(?:[^"\\]|\\[^"])*(?:\\*")?|'[^']*'?|[^ "&,;]+)`), at: keyValue,
 		need: func(s string) bool {
 			return strings.ContainsAny(s, "=:") && secretKeyWords(s)
 		}},
@@ -365,12 +410,19 @@ func discordToken(m string) string {
 	return m
 }
 
-// authCredential redacts m, an authorization scheme and what follows it,
-// unless nothing separates the two and what follows reads as the rest of a
-// lower-case name (token-service, tokenizer-api, basic-search): a
-// credential glued to its scheme (an invisible separator dropped) holds a
-// digit or an upper-case letter, or is long.
-func authCredential(m string) string {
+// authCredential redacts s[lo:hi], an authorization scheme and what
+// follows it, unless it reads as prose:
+//
+//   - nothing separates the two and what follows reads as the rest of a
+//     lower-case name (token-service, tokenizer-api, token_limit): a
+//     credential glued to its scheme (an invisible separator dropped) holds
+//     a digit or an upper-case letter, or is long;
+//   - a space separates them, what follows is a plain word and a sentence
+//     goes on after it (prose: "Bearer tokens are accepted", "the next page
+//     token followed by"), and the scheme is not the value of an
+//     Authorization header.
+func authCredential(s string, lo, hi int) string {
+	m := s[lo:hi]
 	rest := ""
 	for _, scheme := range [...]string{"bearer", "basic", "token", "negotiate"} {
 		if len(m) > len(scheme) && strings.EqualFold(m[:len(scheme)], scheme) {
@@ -378,16 +430,147 @@ func authCredential(m string) string {
 			break
 		}
 	}
-	if rest == "" || len(rest) >= 20 || strings.ContainsAny(rest[:1], " :=") {
+	if rest == "" || len(rest) >= 20 && !strings.ContainsAny(rest[:1], " :=") {
 		return Redacted // (no scheme found: one spelt with a look-alike, such as the Kelvin sign for k)
 	}
+	if sep := rest[:len(rest)-len(strings.TrimLeft(rest, " :="))]; sep != "" {
+		if strings.HasSuffix(sep, " ") && !strings.Contains(sep, "=") &&
+			!authorizationHeader(s[:lo]) && prose(rest[len(sep):], s[hi:]) {
+			return m
+		}
+		return Redacted
+	}
 	for j := 0; j < len(rest); j++ {
-		if c := rest[j]; !(c >= 'a' && c <= 'z' || c == '-' || c == '.') {
+		if c := rest[j]; !(c >= 'a' && c <= 'z' || c == '-' || c == '.' || c == '_') {
 			return Redacted
 		}
 	}
 	return m
 }
+
+// authorizationHeader reports whether before, the text in front of an
+// authorization scheme, ends with an Authorization (or
+// Proxy-Authorization) header's name: the scheme is then that header's
+// value, and what follows it a credential.
+func authorizationHeader(before string) bool {
+	before = strings.TrimRight(before, " ")
+	before = strings.TrimRight(before, ":=")
+	before = strings.TrimRight(before, " \\\"'")
+	const name = "authorization"
+	return len(before) >= len(name) && strings.EqualFold(before[len(before)-len(name):], name)
+}
+
+// keyValue redacts s[lo:hi], a key that names a secret and its value,
+// unless it reads as prose: the key is a label followed by a colon and a
+// space (not "=", not quoted JSON), the value is a plain word rather than
+// a credential-like token, and a sentence goes on after it. So
+// "Password: must be at least 8 characters." and "Auth: none required."
+// are kept, while "password: hunter2xyz", "password=secret",
+// "Password: s3cret was rejected" and {"password": "a b c"} are redacted.
+func keyValue(s string, lo, hi int) string {
+	m := s[lo:hi]
+	i := strings.IndexAny(m, "=:")
+	if i < 0 || m[i] != ':' || i+1 >= len(m) || m[i+1] != ' ' {
+		return Redacted
+	}
+	if key := m[:i]; strings.ContainsAny(key, `"'\`) {
+		return Redacted // a quoted key: data, not a label
+	}
+	if v := m[i+2:]; !strings.ContainsAny(v[:1], `"'\`) && prose(v, s[hi:]) {
+		return m
+	}
+	return Redacted
+}
+
+// prose reports whether v, the value after a label, and rest, the text
+// after it, read as a sentence rather than as a credential: v is a plain
+// word (wordy) and the text goes on with another word ("none required"),
+// not with key=value or, after a comma, another label ("x, user: bob"), or
+// it ends the sentence ("none.").
+func prose(v, rest string) bool {
+	// Punctuation at the end of v belongs to the sentence, a parenthesis
+	// in front of it to the word.
+	trimmed := strings.TrimRight(v, ".,;:!?)")
+	punct := v[len(trimmed):]
+	v = strings.TrimLeft(trimmed, "(")
+	if !wordy(v) {
+		return false
+	}
+	more := strings.TrimLeft(rest, ".,;:!?)")
+	punct += rest[:len(rest)-len(more)]
+	if more == "" {
+		return strings.ContainsAny(punct, ".!?")
+	}
+	if more[0] != ' ' {
+		return false
+	}
+	next := more[1:]
+	if j := strings.IndexByte(next, ' '); j >= 0 {
+		next = next[:j]
+	}
+	if next == "" || strings.Contains(next, "=") || strings.ContainsAny(punct, ",;") && strings.HasSuffix(next, ":") {
+		return false // key=value, or a list of labelled values
+	}
+	c := next[0]
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '('
+}
+
+// wordy reports whether v is a plain word, not a credential: up to 40
+// bytes of parts separated by - _ ' . or /, each of them letters in one of
+// a word's cases (lower, Capitalised, UPPER up to 10 letters, or
+// camelCase), and at most one of them a number of up to 5 digits. A part
+// that mixes letters and digits (hunter2, s3cret) or holds any other
+// character, or two numbers (FAKE-0000-1111), make it a credential.
+func wordy(v string) bool {
+	if v == "" || len(v) > 40 {
+		return false
+	}
+	numbers := 0
+	for part := range strings.FieldsFuncSeq(v, func(r rune) bool { return strings.ContainsRune("-_'./", r) }) {
+		if !wordPart(part) {
+			return false
+		}
+		if c := part[0]; '0' <= c && c <= '9' {
+			if numbers++; numbers > 1 {
+				return false
+			}
+		}
+	}
+	return strings.Trim(v, "-_'./") != ""
+}
+
+// wordPart reports whether p is letters in a word's case, or a short number.
+func wordPart(p string) bool {
+	var lower, upper, digit int
+	for i := 0; i < len(p); i++ {
+		switch c := p[i]; {
+		case 'a' <= c && c <= 'z':
+			lower++
+		case 'A' <= c && c <= 'Z':
+			upper++
+		case '0' <= c && c <= '9':
+			digit++
+		default:
+			return false
+		}
+	}
+	switch {
+	case digit > 0:
+		return lower+upper == 0 && digit <= 5
+	case upper == 0, upper == len(p) && upper <= 10:
+		return true
+	}
+	// Capitalised or camelCase: no two upper-case letters in a row, and
+	// none last.
+	for i := 1; i < len(p); i++ {
+		if isUpper(p[i]) && (isUpper(p[i-1]) || i == len(p)-1) {
+			return false
+		}
+	}
+	return true
+}
+
+func isUpper(c byte) bool { return 'A' <= c && c <= 'Z' }
 
 // randomToken redacts t if it looks random: it mixes upper case, lower case
 // and digits, or it is hexadecimal with both letters and digits.

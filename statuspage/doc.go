@@ -18,7 +18,8 @@
 //	                    updated live over Server-Sent Events
 //	GET  /status.json   the status document (schema "adkbreaker.status/v1")
 //	GET  /events        Server-Sent Events: an "status" event with the same
-//	                    document on every transition and every refresh period
+//	                    document on every transition and every refresh period,
+//	                    rendered once and shared by every open stream
 //	GET  /healthz       application/health+json; an open breaker is reported
 //	                    as "warn" (degraded), never as a failure, and the
 //	                    status code is always 200: a breaker wired into a

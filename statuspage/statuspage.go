@@ -136,6 +136,13 @@ type Handler struct {
 	nstreams atomic.Int64
 	actions  actionCounts
 
+	// Event streams share one rendering of the document per version:
+	// version moves on at every transition and every refresh period, and
+	// frame is the event last rendered (events.go).
+	version atomic.Uint64
+	fmu     sync.Mutex
+	frame   *frame // Guarded by fmu.
+
 	rmu     sync.Mutex
 	series  map[registry.Key]*series // Guarded by rmu.
 	sampled chan struct{}            // closed when the sampler has stopped
@@ -195,17 +202,25 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 }
 
 // sampler samples the registry's counters about once a second (real
-// time; the series are stamped with the registry's clock) until Close.
+// time; the series are stamped with the registry's clock) and, while event
+// streams are open, moves their document on every refresh period, until
+// Close.
 func (h *Handler) sampler() {
 	defer close(h.sampled)
 	t := time.NewTicker(sampleEvery)
 	defer t.Stop()
+	refresh := time.NewTicker(h.o.refresh)
+	defer refresh.Stop()
 	for {
 		select {
 		case <-h.closed:
 			return
 		case <-t.C:
 			h.sample()
+		case <-refresh.C:
+			if h.nstreams.Load() > 0 {
+				h.refreshStreams()
+			}
 		}
 	}
 }
@@ -248,13 +263,28 @@ func slashRedirect(requestURI string) (loc string, ok bool) {
 func (h *Handler) observe(t registry.Transition) {
 	h.mu.Lock()
 	h.ring.add(t)
+	h.version.Add(1)
+	h.wakeStreams()
+	h.mu.Unlock()
+}
+
+// refreshStreams moves the streams' document on and wakes them: the first
+// to wake renders it, the others send the same bytes.
+func (h *Handler) refreshStreams() {
+	h.mu.Lock()
+	h.version.Add(1)
+	h.wakeStreams()
+	h.mu.Unlock()
+}
+
+// wakeStreams wakes every event stream; h.mu is held.
+func (h *Handler) wakeStreams() {
 	for ch := range h.streams {
 		select {
 		case ch <- struct{}{}:
 		default: // already woken; it reads the latest state anyway
 		}
 	}
-	h.mu.Unlock()
 }
 
 func (h *Handler) transitions() []registry.Transition {
