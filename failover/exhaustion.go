@@ -1,0 +1,127 @@
+package failover
+
+import (
+	"math"
+	"sync"
+	"time"
+)
+
+// ExhaustionFalseOpen is the chance, per call, that a partial rate-limit
+// storm opens a model endpoint's breaker by accident: an endpoint that
+// refuses (429) a share r of its calls, independently, is opened only by a
+// streak of refusals that share would produce with a probability of at most
+// this, i.e. at least ln(ExhaustionFalseOpen)/ln(r) refusals in a row, and
+// never fewer than the policy's RetryHintFailures. See exhaustion.
+const ExhaustionFalseOpen = 1e-6
+
+// exhaustionBuckets is the resolution of the refusal history.
+const exhaustionBuckets = 10
+
+// An endpoint with fewer than exhaustionShortHistory calls in the window
+// needs exhaustionColdExtra more refusals in a row than RetryHintFailures.
+const (
+	exhaustionShortHistory = 20
+	exhaustionColdExtra    = 2
+)
+
+// exhaustion tells a model endpoint that refuses (nearly) everything from
+// one under a partial storm, from the rate-limit refusals and the other
+// answers of the calls it was sent while its breaker was closed.
+//
+// A streak of refusals opens the breaker once it is unlikely under the
+// share of refusals seen before it (over the breaker's Window): an
+// endpoint with a healthy history opens on RetryHintFailures refusals in a
+// row (3), one with fewer than 20 calls in the window on two more (5),
+// while under a storm refusing a share r the streak must be as long as
+// ln(ExhaustionFalseOpen)/ln(r) (6 at 10 %, 13 at a third, 20 at half).
+// Counting consecutive refusals against a fixed threshold (3) opened the
+// primary by chance every 27 calls under a storm refusing a third, for the
+// whole retry hint: most users ended up on the fallback.
+//
+// The streak is not added to the history until it is broken by an accepted
+// call (it was then part of the storm); a streak that opens the breaker is
+// dropped, so an exhaustion that has passed does not make the next one
+// harder to see.
+type exhaustion struct {
+	bucket time.Duration
+	min    int // RetryHintFailures
+
+	mu      sync.Mutex
+	slot    [exhaustionBuckets]int64
+	sent    [exhaustionBuckets]float64 // outcomes before the current streak
+	refused [exhaustionBuckets]float64
+	streak  int
+}
+
+func newExhaustion(window time.Duration, minStreak int) *exhaustion {
+	if window <= 0 {
+		window = time.Minute
+	}
+	e := &exhaustion{bucket: max(window/exhaustionBuckets, time.Millisecond), min: max(minStreak, 1)}
+	for i := range e.slot {
+		e.slot[i] = math.MinInt64
+	}
+	return e
+}
+
+func (e *exhaustion) cur(now time.Time) int {
+	n := now.UnixNano() / int64(e.bucket)
+	i := int(uint64(n) % exhaustionBuckets)
+	if e.slot[i] != n {
+		e.slot[i], e.sent[i], e.refused[i] = n, 0, 0
+	}
+	return i
+}
+
+// accept records a sent call the endpoint did not refuse for its rate.
+func (e *exhaustion) accept(now time.Time) {
+	e.mu.Lock()
+	i := e.cur(now)
+	e.sent[i] += float64(e.streak) + 1
+	e.refused[i] += float64(e.streak)
+	e.streak = 0
+	e.mu.Unlock()
+}
+
+// refuse records a rate-limit refusal and reports whether the streak it
+// extends says the endpoint is exhausted (then the streak is dropped).
+func (e *exhaustion) refuse(now time.Time) bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.streak++
+	if e.streak < e.min {
+		return false
+	}
+	if e.streak < e.needLocked(now) {
+		return false
+	}
+	e.streak = 0
+	return true
+}
+
+// needLocked is how many refusals in a row say "exhausted" now.
+func (e *exhaustion) needLocked(now time.Time) int {
+	n := now.UnixNano() / int64(e.bucket)
+	var sent, refused float64
+	for i := range e.slot {
+		if s := e.slot[i]; s > n-exhaustionBuckets && s <= n {
+			sent += e.sent[i]
+			refused += e.refused[i]
+		}
+	}
+	r := refused / (sent + 1)
+	need := float64(e.min)
+	if r > 0 {
+		need = math.Ceil(math.Log(ExhaustionFalseOpen)/math.Log(r) - 1e-9)
+	}
+	if sent < exhaustionShortHistory {
+		// Too little history to tell a storm from a healthy endpoint: a
+		// few answers at the start of a storm must not make a short
+		// streak look like exhaustion.
+		need = max(need, float64(e.min+exhaustionColdExtra))
+	}
+	if need > 1e6 {
+		need = 1e6
+	}
+	return max(e.min, int(need))
+}
