@@ -17,11 +17,13 @@ const ExhaustionFalseOpen = 1e-6
 // exhaustionBuckets is the resolution of the refusal history.
 const exhaustionBuckets = 10
 
-// An endpoint with fewer than exhaustionShortHistory calls in the window
-// needs exhaustionColdExtra more refusals in a row than RetryHintFailures.
+// The latest outcomes (before the current streak) give two recent refused
+// shares, over exhaustionShort and over exhaustionRecent outcomes: a storm
+// that has just started shows in the first at once, and in the second
+// with less noise, while the window is still full of healthy calls.
 const (
-	exhaustionShortHistory = 20
-	exhaustionColdExtra    = 2
+	exhaustionShort  = 8
+	exhaustionRecent = 64
 )
 
 // exhaustion tells a model endpoint that refuses (nearly) everything from
@@ -29,10 +31,11 @@ const (
 // answers of the calls it was sent while its breaker was closed.
 //
 // A streak of refusals opens the breaker once it is unlikely under the
-// share of refusals seen before it (over the breaker's Window): an
-// endpoint with a healthy history opens on RetryHintFailures refusals in a
-// row (3), one with fewer than 20 calls in the window on two more (5),
-// while under a storm refusing a share r the streak must be as long as
+// share of refusals seen before it (the largest of the shares over the
+// breaker's Window and over the latest 64 and 8 outcomes, so that a storm
+// that has just begun counts at once): a healthy or a fresh endpoint opens on
+// RetryHintFailures refusals in a row (5 in DefaultPolicy), while under a
+// storm refusing a share r the streak must be as long as
 // ln(ExhaustionFalseOpen)/ln(r) (6 at 10 %, 13 at a third, 20 at half).
 // Counting consecutive refusals against a fixed threshold (3) opened the
 // primary by chance every 27 calls under a storm refusing a third, for the
@@ -51,6 +54,28 @@ type exhaustion struct {
 	sent    [exhaustionBuckets]float64 // outcomes before the current streak
 	refused [exhaustionBuckets]float64
 	streak  int
+	// recent holds the latest exhaustionRecent outcomes before the streak
+	// (true: refused), a ring; recentN of them are held, recentRefused
+	// refused.
+	recent        [exhaustionRecent]bool
+	recentAt      int
+	recentN       int
+	recentRefused int
+}
+
+func (e *exhaustion) push(refused bool) {
+	if e.recentN == exhaustionRecent {
+		if e.recent[e.recentAt] {
+			e.recentRefused--
+		}
+	} else {
+		e.recentN++
+	}
+	e.recent[e.recentAt] = refused
+	if refused {
+		e.recentRefused++
+	}
+	e.recentAt = (e.recentAt + 1) % exhaustionRecent
 }
 
 func newExhaustion(window time.Duration, minStreak int) *exhaustion {
@@ -79,6 +104,10 @@ func (e *exhaustion) accept(now time.Time) {
 	i := e.cur(now)
 	e.sent[i] += float64(e.streak) + 1
 	e.refused[i] += float64(e.streak)
+	for range min(e.streak, exhaustionRecent) {
+		e.push(true)
+	}
+	e.push(false)
 	e.streak = 0
 	e.mu.Unlock()
 }
@@ -109,16 +138,17 @@ func (e *exhaustion) needLocked(now time.Time) int {
 			refused += e.refused[i]
 		}
 	}
-	r := refused / (sent + 1)
+	short, shortRefused := 0, 0
+	for j := 1; j <= min(exhaustionShort, e.recentN); j++ {
+		short++
+		if e.recent[(e.recentAt-j+exhaustionRecent)%exhaustionRecent] {
+			shortRefused++
+		}
+	}
+	r := max(refused/(sent+1), float64(e.recentRefused)/float64(e.recentN+1), float64(shortRefused)/float64(short+1))
 	need := float64(e.min)
 	if r > 0 {
 		need = math.Ceil(math.Log(ExhaustionFalseOpen)/math.Log(r) - 1e-9)
-	}
-	if sent < exhaustionShortHistory {
-		// Too little history to tell a storm from a healthy endpoint: a
-		// few answers at the start of a storm must not make a short
-		// streak look like exhaustion.
-		need = max(need, float64(e.min+exhaustionColdExtra))
 	}
 	if need > 1e6 {
 		need = 1e6

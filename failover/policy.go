@@ -59,7 +59,7 @@ func DefaultPolicy() registry.Policy {
 		ProbeLease:          5 * time.Minute,
 		MaxRetryHint:        time.Hour,
 		TripOnRetryHint:     &noTrip,
-		RetryHintFailures:   3,
+		RetryHintFailures:   5,
 		DisableSlowInFlight: true,
 	}
 }

@@ -103,19 +103,18 @@ func TestGeminiOne429AmongSuccessesKeepsThePrimary(t *testing.T) {
 	}
 }
 
-// A primary answering 429 to every call opens on its 5th call when it has
-// no history (RetryHintFailures + 2: five refusals in a row happen by
-// chance to a fresh endpoint under a storm refusing half its calls once in
-// 32), on its RetryHintFailures-th (3) after healthy traffic, for the hint,
-// and is not called again until the hint has passed.
+// A primary answering 429 to every call opens on its RetryHintFailures-th
+// call (5), fresh or after healthy traffic, for the hint, and is not called
+// again until the hint has passed; a refused probe re-opens it for the
+// hint again.
 func TestGeminiSustained429OpensByTheFifthCall(t *testing.T) {
-	if n := failover.DefaultPolicy().RetryHintFailures; n != 3 {
-		t.Fatalf("DefaultPolicy().RetryHintFailures = %d; docs/failover.md says 3", n)
+	if n := failover.DefaultPolicy().RetryHintFailures; n != 5 {
+		t.Fatalf("DefaultPolicy().RetryHintFailures = %d; docs/failover.md says 5", n)
 	}
 	for _, tc := range []struct {
 		name        string
 		warm, opens int
-	}{{"a fresh endpoint", 0, 5}, {"after healthy traffic", 30, 3}} {
+	}{{"a fresh endpoint", 0, 5}, {"after healthy traffic", 30, 5}} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newRLEnv(t, nil)
 			for range tc.warm {
@@ -383,8 +382,7 @@ func TestEndpointTimeoutLayering(t *testing.T) {
 }
 
 // Throttle first, open when it is an outage: with throttling on, a primary
-// refusing every call still opens on the fifth refusal that reaches it
-// (a fresh endpoint);
+// refusing every call still opens on the fifth refusal that reaches it;
 // one failing with 503s (no hint) is never shed (only 429s count as
 // refusals) and opens by its consecutive-failure threshold.
 func TestGeminiThrottleLeavesOutagesToTheBreaker(t *testing.T) {
@@ -403,7 +401,7 @@ func TestGeminiThrottleLeavesOutagesToTheBreaker(t *testing.T) {
 			e.clk.Advance(time.Second / 30)
 		}
 		if n := e.primary.hits.Load(); n != 5 {
-			t.Errorf("open after %d calls, %d of which reached the primary; want 5 (a fresh endpoint)", calls, n)
+			t.Errorf("open after %d calls, %d of which reached the primary; want 5", calls, n)
 		}
 		t.Logf("open on call %d", calls)
 	})
