@@ -196,7 +196,8 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 			// A server's retry hint: the registry opens the breaker for it
 			// at once when the policy trips on hints (tools' default);
 			// DefaultPolicy keeps it a floor for the hold, and opens for it
-			// only after RetryHintFailures failures in a row.
+			// only after RetryHintFailures failures in a row (a hinted 5xx;
+			// a 429 goes to the exhaustion check above).
 			r := v.Reason
 			ep.hintReason.Store(&r)
 			cl.report(v.Outcome, hold)

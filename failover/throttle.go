@@ -11,22 +11,35 @@ import (
 )
 
 // Throttle configures client-side adaptive throttling of one endpoint
-// (Endpoint.Throttle), after Google SRE's "Handling Overload": over a
-// trailing Window the Model counts the calls it meant to send to the
-// endpoint (requests) and those the endpoint accepted (accepts: every
-// answer that is not a rate-limit refusal), and sends a call straight to
-// the next endpoint, without calling this one, with probability
+// (Endpoint.Throttle), after Google SRE's "Handling Overload": the Model
+// sends a share of the calls meant for the endpoint straight to the next
+// endpoint, without calling this one, while the endpoint refuses calls for
+// its rate (429) and shedding costs it no accepted calls.
 //
-//	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability.
+// Over a trailing Window the Model counts the calls it meant to send to the
+// endpoint (offered), those it sent, and those the endpoint accepted (every
+// answer that is not a rate-limit refusal). SRE's probability
 //
-// Under a partial 429 storm (the endpoint accepts a share of what it is
-// sent) a proportional share of calls goes to the fallback at once instead
-// of paying a 429 round trip first, and the endpoint keeps answering the
-// share it can. Shed calls never reach the endpoint's breaker: they are not
-// failures, and a storm that is not an outage never opens it. A call is
-// shed only while the breaker is closed and a later endpoint of the chain
-// can be tried now; the breaker keeps its job for outages (an endpoint that
-// refuses every call it is sent, or fails otherwise).
+//	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability
+//
+// is only a cap, computed over sent calls and over control buckets (every
+// fifth bucket of the window, in which nothing is shed): counting shed calls
+// as requests that can never be accepts made it run to its cap under a
+// storm that refuses a share of the calls whatever the load. Below the cap
+// the probability grows while the buckets that shed accept as large a share
+// of their offered calls as the control buckets (a capacity limit: what is
+// shed would have been refused), halves when they accept less (shedding
+// turns away calls the endpoint would have answered: a storm that does not
+// depend on the load, left to per-call failover), and drops to 0 after a
+// bucket in which every sent call was accepted. It needs about 20 calls a
+// second with the default Window before it sheds anything; lengthen Window
+// for less traffic.
+//
+// Shed calls never reach the endpoint's breaker: they are not failures, and
+// a storm that is not an outage never opens it. A call is shed only while
+// the breaker is closed and a later endpoint of the chain can be tried now;
+// the breaker keeps its job for outages (an endpoint that refuses every
+// call it is sent, or fails otherwise).
 //
 // Only rate-limit answers (429, including an exhausted quota) count as
 // refusals: a 5xx, a timeout or a transport error counts as accepted, so
@@ -35,17 +48,19 @@ import (
 // The zero Throttle is the defaults. See docs/failover.md for the measured
 // effect and the choice of K.
 type Throttle struct {
-	// K is how many times the accepted calls the endpoint may be sent.
-	// Above 1 the endpoint keeps seeing more than it accepted, which is how
-	// the throttle notices it recover; the closer to 1, the fewer calls pay
-	// a 429 round trip under a storm. If 0, DefaultThrottleK. In (1, 10].
+	// K is how many times the accepted calls the endpoint may be sent (the
+	// cap's K). Above 1 the endpoint keeps seeing more than it accepted,
+	// which is how the throttle notices it recover; the closer to 1, the
+	// fewer calls pay a 429 round trip under a capacity limit. If 0,
+	// DefaultThrottleK. In (1, 10].
 	K float64
-	// Window is the trailing window over which requests and accepts are
-	// counted, in ten buckets. If 0, DefaultThrottleWindow. In [1s, 1h].
+	// Window is the trailing window over which calls are counted, in ten
+	// buckets (two of them control buckets). If 0, DefaultThrottleWindow.
+	// In [1s, 1h].
 	Window time.Duration
 	// MaxRejectProbability caps the probability of shedding a call, so the
-	// endpoint always sees some calls: under sustained exhaustion those
-	// open its breaker (RetryHintFailures). If 0,
+	// endpoint always sees some calls. (Under sustained exhaustion nothing
+	// is shed, and RetryHintFailures refusals open its breaker.) If 0,
 	// DefaultThrottleMaxRejectProbability. In (0, 1].
 	MaxRejectProbability float64
 }
@@ -54,9 +69,8 @@ type Throttle struct {
 const (
 	// DefaultThrottleK is Throttle.K's default. Google SRE suggests 2 for
 	// a backend whose clients have nowhere else to go; with a fallback
-	// endpoint a shed call is served at once, so the default is lower: at
-	// K 2 nothing is shed until more than half of the calls are refused,
-	// at 1.2 from a sixth on.
+	// endpoint a shed call is served at once, so the default is lower: the
+	// endpoint is sent 1.2 times what it accepts.
 	DefaultThrottleK = 1.2
 	// DefaultThrottleWindow is Throttle.Window's default.
 	DefaultThrottleWindow = 30 * time.Second
