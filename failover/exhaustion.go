@@ -3,6 +3,7 @@ package failover
 import (
 	"math"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -47,7 +48,15 @@ const (
 // harder to see.
 type exhaustion struct {
 	bucket time.Duration
+	window time.Duration
 	min    int // RetryHintFailures
+	// last is when the latest refusal was recorded (Unix nanoseconds; 0:
+	// never). While no refusal is within the window, accepted calls are
+	// not recorded (the hot path reads one atomic): the history then holds
+	// only the time since refusals began, which if anything overstates the
+	// refused share (a longer streak needed), and a streak older than the
+	// window is forgotten at the next refusal.
+	last atomic.Int64
 
 	mu      sync.Mutex
 	slot    [exhaustionBuckets]int64
@@ -82,7 +91,7 @@ func newExhaustion(window time.Duration, minStreak int) *exhaustion {
 	if window <= 0 {
 		window = time.Minute
 	}
-	e := &exhaustion{bucket: max(window/exhaustionBuckets, time.Millisecond), min: max(minStreak, 1)}
+	e := &exhaustion{bucket: max(window/exhaustionBuckets, time.Millisecond), window: window, min: max(minStreak, 1)}
 	for i := range e.slot {
 		e.slot[i] = math.MinInt64
 	}
@@ -98,8 +107,15 @@ func (e *exhaustion) cur(now time.Time) int {
 	return i
 }
 
+// active reports whether a refusal was ever recorded: until then accepted
+// calls need not be (see last).
+func (e *exhaustion) active() bool { return e.last.Load() != 0 }
+
 // accept records a sent call the endpoint did not refuse for its rate.
 func (e *exhaustion) accept(now time.Time) {
+	if last := e.last.Load(); last == 0 || now.UnixNano()-last > int64(e.window) {
+		return
+	}
 	e.mu.Lock()
 	i := e.cur(now)
 	e.sent[i] += float64(e.streak) + 1
@@ -117,6 +133,10 @@ func (e *exhaustion) accept(now time.Time) {
 func (e *exhaustion) refuse(now time.Time) bool {
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	if last := e.last.Load(); last != 0 && now.UnixNano()-last > int64(e.window) {
+		e.streak = 0 // no refusal for a window: an old streak says nothing now
+	}
+	e.last.Store(max(now.UnixNano(), 1))
 	e.streak++
 	if e.streak < e.min {
 		return false

@@ -82,7 +82,7 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 		if ep.thr != nil {
 			ep.thr.answered(m.clock.Now(), out.refused)
 		}
-		if ep.exh != nil && !out.refused && out.done {
+		if ep.exh != nil && !out.refused && out.done && ep.exh.active() {
 			ep.exh.accept(m.clock.Now())
 		}
 		if out.done {
