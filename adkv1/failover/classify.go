@@ -82,7 +82,8 @@ type Verdict struct {
 	// RetryAfter is the server's retry hint (RetryInfo.retryDelay, or the
 	// Retry-After header captured by RetryAfterTransport). It becomes a
 	// floor for the breaker's open hold; whether it opens the breaker is the
-	// policy's TripOnRetryHint and RetryHintFailures.
+	// policy's TripOnRetryHint and RetryHintFailures (for a 429, the
+	// exhaustion check: see DefaultPolicy).
 	RetryAfter time.Duration
 }
 

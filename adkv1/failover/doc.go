@@ -56,20 +56,25 @@
 // Retry-After header seen by RetryAfterTransport) fails that call over at
 // once. Under DefaultPolicy (TripOnRetryHint false) it does not open the
 // endpoint's breaker by itself — one 429 would demote every user — but it
-// is a floor for the open hold, and RetryHintFailures (3) failures in a
-// row, the last with a hint, open the breaker for at least the hint: an
-// endpoint answering 429 to every call is open on its third and skipped
-// until the hint has passed. A 429 for a per-day quota holds the endpoint
-// until the quota resets (capped by the policy's MaxRetryHint) and fails
-// over at once.
+// is a floor for the open hold. A 429 is a refusal, not a failure of the
+// breaker's thresholds: RetryHintFailures (5) refusals in a row open the
+// breaker for the hint (at least OpenFor), so an endpoint answering 429 to
+// every call is open on its fifth and skipped until the hint has passed,
+// while under a partial storm the streak must be unlikely for the share of
+// calls the endpoint has been refusing (ExhaustionFalseOpen), so a storm
+// refusing a third or half of the calls does not open it. A 429 for a
+// per-day quota holds the endpoint until the quota resets (capped by the
+// policy's MaxRetryHint) and fails over at once.
 //
 // # Adaptive throttling
 //
-// Endpoint.Throttle (opt-in) sheds a share of an endpoint's calls straight
-// to the next endpoint, proportional to the share it refuses with 429
-// (Google SRE's client-side throttling): under a partial rate-limit storm
-// most refused calls no longer pay a 429 round trip, and the breaker stays
-// for outages. Shed calls are never failures. See Throttle.
+// Endpoint.Throttle (opt-in) sends a share of an endpoint's calls straight
+// to the next endpoint while the endpoint refuses calls for its rate and
+// shedding costs it no accepted calls (a capacity limit; after Google SRE's
+// client-side throttling): those calls no longer pay a 429 round trip, a
+// storm that refuses a share whatever the load is left to per-call
+// failover, and the breaker stays for outages. Shed calls are never
+// failures. See Throttle.
 //
 // # All endpoints unavailable
 //

@@ -168,6 +168,9 @@ type endpoint struct {
 	// probeDue is when the endpoint's in-flight half-open probe must have
 	// answered (registry clock, Unix nanoseconds; 0: none known).
 	probeDue atomic.Int64
+	// exh tells exhaustion from a partial rate-limit storm; nil when the
+	// breaker's policy opens on every hinted failure (TripOnRetryHint).
+	exh *exhaustion
 	// cappedHint is set once a server's retry hint above the policy's
 	// MaxRetryHint was logged (once per endpoint).
 	cappedHint atomic.Bool
@@ -415,6 +418,9 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			continue
 		}
 		ep.br = br
+		if pol := br.Policy(); !pol.TripsOnRetryHint() {
+			ep.exh = newExhaustion(pol.Window, pol.RetryHintFailures)
+		}
 		// The same layering rule as a tool's call_timeout: the window and
 		// the probe lease must outlive a call that runs to its Timeout.
 		errs = append(errs, br.Policy().CheckCallTimeout(fmt.Sprintf("endpoints[%d].timeout", i), ep.Timeout)...)

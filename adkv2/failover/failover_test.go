@@ -420,27 +420,31 @@ func TestHalfOpenAdmitsOneProbeWhileOthersFailOver(t *testing.T) {
 
 func TestRetryInfoIsACoolDownFloor(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		pol  func(*registry.Policy)
+		name   string
+		pol    func(*registry.Policy)
+		err    error
+		reason string
 	}{
+		// A 503 with a hint trips by the failure threshold (a 429 is a
+		// refusal, counted by the exhaustion streak, not the thresholds).
 		{"breaker trips", func(p *registry.Policy) {
 			p.ConsecutiveFailures = 1
 			p.OpenFor = 5 * time.Second
 			p.MaxOpenFor = 5 * time.Second
-		}},
+		}, apiErr(503, "UNAVAILABLE", retryInfo("30s")), "server_error"},
 		{"trip_on_retry_hint", func(p *registry.Policy) {
 			*p = tripOnHint(*p)
 			p.ConsecutiveFailures = 100
 			p.OpenFor = 5 * time.Second
-		}},
+		}, apiErr(429, "RESOURCE_EXHAUSTED", retryInfo("30s")), "rate_limited"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPolicy()
 			tc.pol(&p)
 			e := newEnv(t, p)
-			e.primary.script(step{err: apiErr(429, "RESOURCE_EXHAUSTED", retryInfo("30s"))})
+			e.primary.script(step{err: tc.err})
 			r := run(t.Context(), e.m, userReq("hi"), false)
-			if r.text() != "from fallback" || meta(r.last(), failover.AttrFailoverReason) != "rate_limited" {
+			if r.text() != "from fallback" || meta(r.last(), failover.AttrFailoverReason) != tc.reason {
 				t.Fatalf("text=%q meta=%v errs=%v", r.text(), r.last().CustomMetadata, r.errs)
 			}
 			if !strings.Contains(e.logs.String(), "retry_after=30s") {

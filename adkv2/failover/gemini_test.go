@@ -426,13 +426,17 @@ func TestGeminiOpenPrimaryStaysFlatThenOneProbeRecovers(t *testing.T) {
 	e.assertNothingPending(t)
 }
 
-func TestGemini429RetryDelayIsAFloor(t *testing.T) {
+// A threshold trip holds for at least the server's retry hint: a 503 with
+// a 30 s RetryInfo opens the breaker (consecutive_failures 1) for 30 s,
+// not OpenFor's 5 s. (A 429 is a refusal, not a failure of the
+// thresholds: TestGeminiSustained429OpensByTheFifthCall.)
+func TestGeminiRetryDelayIsAFloor(t *testing.T) {
 	p := testPolicy()
 	p.ConsecutiveFailures = 1
 	p.OpenFor = 5 * time.Second
 	p.MaxOpenFor = 5 * time.Second
 	e := newE2E(t, p)
-	e.primary.script(reply{status: 429, body: body429})
+	e.primary.script(reply{status: 503, body: strings.Replace(body429, `"code":429`, `"code":503`, 1)})
 	tr := e.turn(t, false)
 	if tr.err != nil || tr.text() != "answer from fallback-model" {
 		t.Fatalf("turn 1: %q %v", tr.text(), tr.err)

@@ -82,8 +82,11 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 			continue
 		}
 		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
-		if ep.thr != nil && !out.refused {
-			ep.thr.accepted(m.clock.Now())
+		if ep.thr != nil {
+			ep.thr.answered(m.clock.Now(), out.refused)
+		}
+		if ep.exh != nil && !out.refused && out.done && ep.exh.active() {
+			ep.exh.accept(m.clock.Now())
 		}
 		if out.done {
 			return
@@ -192,11 +195,27 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 			// admitted before an operator's Reset trips nothing.
 			cl.res.Trip(hold, registry.CauseQuotaExhausted)
 			cl.report(v.Outcome, 0)
+		case ep.exh != nil && v.Outcome == registry.Failure && v.Reason == ReasonRateLimited:
+			// A rate-limit refusal is the exhaustion detector's business,
+			// not the failure counts': counted there, a partial storm
+			// refusing a third or half of the calls would open the breaker
+			// by chance or by its failure rate, and demote every user to
+			// the fallback for the hint. A refused probe re-opens for the
+			// hint (at least OpenFor), without the hold growing on every
+			// failed probe: under a partial storm a probe is a coin toss.
+			// The hint stays a floor for a hold that opens otherwise.
+			if cl.res.Probe() || ep.exh.refuse(now) {
+				r := v.Reason
+				ep.hintReason.Store(&r)
+				cl.res.Trip(max(hold, ep.br.Policy().OpenFor), registry.CauseRetryHint)
+			}
+			cl.report(registry.Excluded, hold)
 		case hold > 0:
 			// A server's retry hint: the registry opens the breaker for it
 			// at once when the policy trips on hints (tools' default);
 			// DefaultPolicy keeps it a floor for the hold, and opens for it
-			// only after RetryHintFailures failures in a row.
+			// only after RetryHintFailures failures in a row (a hinted 5xx;
+			// a 429 goes to the exhaustion check above).
 			r := v.Reason
 			ep.hintReason.Store(&r)
 			cl.report(v.Outcome, hold)
@@ -383,9 +402,18 @@ func (m *Model) leave(ctx context.Context, c *chain, ep *endpoint, r Reason, wai
 
 // exhausted ends a call no endpoint answered.
 func (m *Model) exhausted(ctx context.Context, c *chain, yield func(*model.LLMResponse, error) bool) {
+	// Each endpoint may be tried again once its breaker admits calls and
+	// the retry hint it answered this call with, if any, has passed: on
+	// the first turn of an outage the breakers are still closed, but the
+	// servers said when to come back.
 	first := time.Duration(-1)
 	for i := range m.eps {
 		w := m.eps[i].wait(m.clock)
+		for _, a := range c.attempts {
+			if a.Endpoint == m.eps[i].Key {
+				w = max(w, a.RetryAfter)
+			}
+		}
 		if first < 0 || w < first {
 			first = w
 		}

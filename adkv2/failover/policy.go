@@ -28,13 +28,20 @@ import (
 //   - ProbeLease 5m: a probe is a real model call, possibly a long stream;
 //     the lease must outlive it (failover reports every outcome by defer,
 //     so the lease is only a backstop).
-//   - TripOnRetryHint false, RetryHintFailures 3: one 429 (or 503) with a
+//   - TripOnRetryHint false, RetryHintFailures 5: one 429 (or 503) with a
 //     retry hint does not open the breaker for every user; per-call
 //     failover serves that call from the next endpoint, and the hint is a
-//     floor for the hold if the breaker opens later. Three failures in a
-//     row, the last with a hint, open it for at least the hint: an endpoint
-//     answering 429 to every call is open on its third call, and is not
-//     called again until the hint has passed. (Tools keep the registry's
+//     floor for the hold if the breaker opens later. A 429 is a refusal,
+//     not a failure of the thresholds above (a storm refusing half the
+//     calls would trip them): five refusals in a row open the breaker for
+//     the hint (at least OpenFor), so an endpoint answering 429 to every
+//     call is open on its fifth call and is not called again until the
+//     hint has passed; more are needed while the endpoint has been
+//     refusing a share of its calls (13 under a third, 20 under half: see
+//     ExhaustionFalseOpen), so a partial storm does not open it. Three in a
+//     row start a storm refusing half the calls once in 8, five once in
+//     32. A hinted 503 counts as a failure, and RetryHintFailures of them
+//     in a row, the last hinted, open it. (Tools keep the registry's
 //     default: a hinted failure opens at once.) An exhausted daily quota
 //     still opens at once, until the quota resets.
 //   - MaxRetryHint 1h: caps a server's retry hint and the daily-quota hold.
@@ -61,7 +68,7 @@ func DefaultPolicy() registry.Policy {
 		ProbeLease:          5 * time.Minute,
 		MaxRetryHint:        time.Hour,
 		TripOnRetryHint:     &noTrip,
-		RetryHintFailures:   3,
+		RetryHintFailures:   5,
 		DisableSlowInFlight: true,
 	}
 }

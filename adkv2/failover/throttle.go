@@ -13,22 +13,35 @@ import (
 )
 
 // Throttle configures client-side adaptive throttling of one endpoint
-// (Endpoint.Throttle), after Google SRE's "Handling Overload": over a
-// trailing Window the Model counts the calls it meant to send to the
-// endpoint (requests) and those the endpoint accepted (accepts: every
-// answer that is not a rate-limit refusal), and sends a call straight to
-// the next endpoint, without calling this one, with probability
+// (Endpoint.Throttle), after Google SRE's "Handling Overload": the Model
+// sends a share of the calls meant for the endpoint straight to the next
+// endpoint, without calling this one, while the endpoint refuses calls for
+// its rate (429) and shedding costs it no accepted calls.
 //
-//	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability.
+// Over a trailing Window the Model counts the calls it meant to send to the
+// endpoint (offered), those it sent, and those the endpoint accepted (every
+// answer that is not a rate-limit refusal). SRE's probability
 //
-// Under a partial 429 storm (the endpoint accepts a share of what it is
-// sent) a proportional share of calls goes to the fallback at once instead
-// of paying a 429 round trip first, and the endpoint keeps answering the
-// share it can. Shed calls never reach the endpoint's breaker: they are not
-// failures, and a storm that is not an outage never opens it. A call is
-// shed only while the breaker is closed and a later endpoint of the chain
-// can be tried now; the breaker keeps its job for outages (an endpoint that
-// refuses every call it is sent, or fails otherwise).
+//	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability
+//
+// is only a cap, computed over sent calls and over control buckets (every
+// fifth bucket of the window, in which nothing is shed): counting shed calls
+// as requests that can never be accepts made it run to its cap under a
+// storm that refuses a share of the calls whatever the load. Below the cap
+// the probability grows while the buckets that shed accept as large a share
+// of their offered calls as the control buckets (a capacity limit: what is
+// shed would have been refused), halves when they accept less (shedding
+// turns away calls the endpoint would have answered: a storm that does not
+// depend on the load, left to per-call failover), and drops to 0 after a
+// bucket in which every sent call was accepted. It needs about 20 calls a
+// second with the default Window before it sheds anything; lengthen Window
+// for less traffic.
+//
+// Shed calls never reach the endpoint's breaker: they are not failures, and
+// a storm that is not an outage never opens it. A call is shed only while
+// the breaker is closed and a later endpoint of the chain can be tried now;
+// the breaker keeps its job for outages (an endpoint that refuses every
+// call it is sent, or fails otherwise).
 //
 // Only rate-limit answers (429, including an exhausted quota) count as
 // refusals: a 5xx, a timeout or a transport error counts as accepted, so
@@ -37,17 +50,19 @@ import (
 // The zero Throttle is the defaults. See docs/failover.md for the measured
 // effect and the choice of K.
 type Throttle struct {
-	// K is how many times the accepted calls the endpoint may be sent.
-	// Above 1 the endpoint keeps seeing more than it accepted, which is how
-	// the throttle notices it recover; the closer to 1, the fewer calls pay
-	// a 429 round trip under a storm. If 0, DefaultThrottleK. In (1, 10].
+	// K is how many times the accepted calls the endpoint may be sent (the
+	// cap's K). Above 1 the endpoint keeps seeing more than it accepted,
+	// which is how the throttle notices it recover; the closer to 1, the
+	// fewer calls pay a 429 round trip under a capacity limit. If 0,
+	// DefaultThrottleK. In (1, 10].
 	K float64
-	// Window is the trailing window over which requests and accepts are
-	// counted, in ten buckets. If 0, DefaultThrottleWindow. In [1s, 1h].
+	// Window is the trailing window over which calls are counted, in ten
+	// buckets (two of them control buckets). If 0, DefaultThrottleWindow.
+	// In [1s, 1h].
 	Window time.Duration
 	// MaxRejectProbability caps the probability of shedding a call, so the
-	// endpoint always sees some calls: under sustained exhaustion those
-	// open its breaker (RetryHintFailures). If 0,
+	// endpoint always sees some calls. (Under sustained exhaustion nothing
+	// is shed, and RetryHintFailures refusals open its breaker.) If 0,
 	// DefaultThrottleMaxRejectProbability. In (0, 1].
 	MaxRejectProbability float64
 }
@@ -56,9 +71,8 @@ type Throttle struct {
 const (
 	// DefaultThrottleK is Throttle.K's default. Google SRE suggests 2 for
 	// a backend whose clients have nowhere else to go; with a fallback
-	// endpoint a shed call is served at once, so the default is lower: at
-	// K 2 nothing is shed until more than half of the calls are refused,
-	// at 1.2 from a sixth on.
+	// endpoint a shed call is served at once, so the default is lower: the
+	// endpoint is sent 1.2 times what it accepts.
 	DefaultThrottleK = 1.2
 	// DefaultThrottleWindow is Throttle.Window's default.
 	DefaultThrottleWindow = 30 * time.Second
@@ -68,6 +82,26 @@ const (
 )
 
 const throttleBuckets = 10
+
+// throttleControlEvery makes every fifth bucket a control bucket: nothing is
+// shed in it, so the throttle sees what the endpoint accepts of the full
+// offered load and can tell whether shedding costs accepted calls.
+const throttleControlEvery = 5
+
+// Throttle controller constants: the shed probability grows by
+// throttleStep when the buckets that shed accepted as large a share of
+// their offered calls as the control buckets, and halves when they
+// accepted a smaller share beyond noise (throttleDrop standard errors);
+// it grows only once the comparison is precise enough
+// (throttleMaxStdErr), and at least throttleMinCalls calls of each kind
+// were offered in the window.
+const (
+	throttleStep      = 0.05
+	throttleDrop      = 0.5
+	throttleMaxStdErr = 0.05
+	throttleMinCalls  = 10
+	throttleQuietSent = 5
+)
 
 func (t Throttle) validate(p string) []error {
 	var errs []error
@@ -83,8 +117,26 @@ func (t Throttle) validate(p string) []error {
 	return errs
 }
 
-// throttle is one endpoint's adaptive throttle: requests and accepts in a
-// ring of buckets over the trailing window.
+// throttle is one endpoint's adaptive throttle: offered, sent, accepted
+// and refused calls in a ring of buckets over the trailing window, and the
+// shed probability its controller learned.
+//
+// SRE's formula alone, max(0, (requests − K·accepts)/(requests + 1)) with
+// shed calls counted as requests, assumes the endpoint accepts about the
+// same number of calls however many it is sent (a capacity: a token
+// bucket, an overloaded backend). Under a storm that refuses a share of
+// calls whatever the load (a shared quota, other tenants), shedding lowers
+// the accepts with the requests, and any refused share above 1 − 1/K ran
+// the probability to its cap and kept it there after the storm. So the
+// formula is only a cap here, computed over calls that were sent (and over
+// control buckets, where nothing is shed): it can no longer feed on its own
+// shedding. Below the cap, the throttle sheds only while shedding costs no
+// accepted calls: it compares the accepted share of offered calls in the
+// buckets that shed with that of the control buckets. Under a storm that
+// refuses regardless of load the two differ by the shed share and the
+// probability stays near zero; under a capacity limit they do not and it
+// grows to the cap. A bucket whose sent calls were all accepted ends the
+// shedding at once.
 type throttle struct {
 	k, maxP float64
 	bucket  time.Duration
@@ -93,13 +145,17 @@ type throttle struct {
 	mu    sync.Mutex
 	slot  [throttleBuckets]int64 // bucket number (time / bucket) each slot holds
 	req   [throttleBuckets]float64
+	sent  [throttleBuckets]float64
 	acc   [throttleBuckets]float64
+	ref   [throttleBuckets]float64
+	last  int64   // the newest bucket number seen
+	p     float64 // the controller's shed probability
 	shed  atomic.Uint64
 	lastP atomic.Uint64 // math.Float64bits of the last probability computed
 }
 
 func newThrottle(t Throttle, random func() float64) *throttle {
-	th := &throttle{k: t.K, maxP: t.MaxRejectProbability, random: random}
+	th := &throttle{k: t.K, maxP: t.MaxRejectProbability, random: random, last: math.MinInt64}
 	if th.k == 0 {
 		th.k = DefaultThrottleK
 	}
@@ -120,32 +176,96 @@ func newThrottle(t Throttle, random func() float64) *throttle {
 	return th
 }
 
-// cur returns the ring index for now, clearing a slot that held an older
-// bucket. Caller holds mu.
+func throttleControl(n int64) bool { return n%throttleControlEvery == 0 }
+
+// cur returns the ring index for now, stepping the controller when a bucket
+// has ended and clearing a slot that held an older bucket. Caller holds mu.
 func (th *throttle) cur(now time.Time) int {
 	n := now.UnixNano() / int64(th.bucket)
+	if n > th.last {
+		if th.last != math.MinInt64 {
+			if n-th.last > throttleBuckets {
+				th.p = 0 // a window without calls: start afresh
+			} else {
+				th.stepLocked(th.last)
+			}
+		}
+		th.last = n
+	}
 	i := int(uint64(n) % throttleBuckets)
 	if th.slot[i] != n {
-		th.slot[i], th.req[i], th.acc[i] = n, 0, 0
+		th.slot[i], th.req[i], th.sent[i], th.acc[i], th.ref[i] = n, 0, 0, 0, 0
 	}
 	return i
 }
 
-// probLocked is the reject probability over the buckets of the trailing
-// window ending at bucket number n. Caller holds mu.
-func (th *throttle) probLocked(n int64) float64 {
-	var req, acc float64
+// sums adds up the window ending at bucket number n: control buckets'
+// offered and accepted calls, the other buckets' offered and accepted
+// calls, and every bucket's sent and accepted calls. Caller holds mu.
+type throttleSums struct{ cReq, cAcc, tReq, tAcc, sent, acc float64 }
+
+func (th *throttle) sumsLocked(n int64) throttleSums {
+	var s throttleSums
 	for i := range th.slot {
-		if s := th.slot[i]; s > n-throttleBuckets && s <= n {
-			req += th.req[i]
-			acc += th.acc[i]
+		b := th.slot[i]
+		if b <= n-throttleBuckets || b > n {
+			continue
 		}
+		if throttleControl(b) {
+			s.cReq += th.req[i]
+			s.cAcc += th.acc[i]
+		} else {
+			s.tReq += th.req[i]
+			s.tAcc += th.acc[i]
+		}
+		s.sent += th.sent[i]
+		s.acc += th.acc[i]
 	}
-	p := max(0, (req-th.k*acc)/(req+1))
+	return s
+}
+
+// capLocked is SRE's probability over calls that were sent, and over the
+// control buckets (offered = sent there): the most the throttle may shed.
+func (th *throttle) capLocked(s throttleSums) float64 {
+	p := max(0, (s.sent-th.k*s.acc)/(s.sent+1))
+	if s.cReq > 0 {
+		p = max(p, (s.cReq-th.k*s.cAcc)/(s.cReq+1))
+	}
 	return min(p, th.maxP)
 }
 
-// admit counts a request and reports whether to send it (false: shed).
+// stepLocked moves the controller at the end of bucket number n.
+func (th *throttle) stepLocked(n int64) {
+	i := int(uint64(n) % throttleBuckets)
+	if th.slot[i] == n && th.sent[i] >= throttleQuietSent && th.ref[i] == 0 {
+		th.p = 0 // every call sent in the bucket was accepted: no storm
+		return
+	}
+	s := th.sumsLocked(n)
+	if s.cReq < throttleMinCalls || s.tReq < throttleMinCalls {
+		return
+	}
+	ac, at := s.cAcc/s.cReq, s.tAcc/s.tReq
+	se := math.Sqrt(ac*(1-ac)/s.cReq + at*(1-at)/s.tReq)
+	d := ac - at
+	switch {
+	case d > throttleDrop*se && d > 0:
+		th.p /= 2
+	case d <= 0 && se <= throttleMaxStdErr:
+		th.p = min(th.p+throttleStep, th.capLocked(s))
+	}
+	th.p = min(th.p, th.capLocked(s))
+}
+
+// probLocked is the shed probability in bucket number n. Caller holds mu.
+func (th *throttle) probLocked(n int64) float64 {
+	if throttleControl(n) || th.p <= 0 {
+		return 0
+	}
+	return min(th.p, th.capLocked(th.sumsLocked(n)))
+}
+
+// admit counts an offered call and reports whether to send it (false: shed).
 func (th *throttle) admit(now time.Time) bool {
 	th.mu.Lock()
 	i := th.cur(now)
@@ -153,6 +273,9 @@ func (th *throttle) admit(now time.Time) bool {
 	th.lastP.Store(math.Float64bits(p))
 	th.req[i]++
 	send := p <= 0 || th.random() >= p
+	if send {
+		th.sent[i]++
+	}
 	th.mu.Unlock()
 	if !send {
 		th.shed.Add(1)
@@ -160,29 +283,40 @@ func (th *throttle) admit(now time.Time) bool {
 	return send
 }
 
-// unsend takes back the request of a call admit let through that was not
-// sent after all (its breaker refused it).
+// unsend takes back a call admit let through that was not sent after all
+// (its breaker refused it).
 func (th *throttle) unsend(now time.Time) {
 	th.mu.Lock()
 	if i := th.cur(now); th.req[i] > 0 {
 		th.req[i]--
+		th.sent[i] = max(0, th.sent[i]-1)
 	}
 	th.mu.Unlock()
 }
 
-// accepted counts a sent call the endpoint did not refuse for its rate.
-func (th *throttle) accepted(now time.Time) {
+// answered counts a sent call's answer: refused for its rate (429), or
+// accepted (anything else).
+func (th *throttle) answered(now time.Time, refused bool) {
 	th.mu.Lock()
-	th.acc[th.cur(now)]++
+	i := th.cur(now)
+	if refused {
+		th.ref[i]++
+	} else {
+		th.acc[i]++
+	}
 	th.mu.Unlock()
 }
 
-// probability is the reject probability a call would meet now.
+// probability is the shed probability outside control buckets now.
 func (th *throttle) probability(now time.Time) float64 {
 	th.mu.Lock()
 	defer th.mu.Unlock()
+	th.cur(now)
 	n := now.UnixNano() / int64(th.bucket)
-	p := th.probLocked(n)
+	p := 0.0
+	if th.p > 0 {
+		p = min(th.p, th.capLocked(th.sumsLocked(n)))
+	}
 	th.lastP.Store(math.Float64bits(p))
 	return p
 }

@@ -18,6 +18,7 @@
 //	go run ./samples/failover          # offline
 //	go run ./samples/failover -logs    # also print the structured log lines (stderr)
 //	go run ./samples/failover -scenario partial-429   # a partial 429 storm, throttling off and on
+//	go run ./samples/failover -scenario storms        # load-independent and load-dependent storms, sustained exhaustion
 package main
 
 import (
@@ -57,7 +58,7 @@ const (
 func main() {
 	offline := flag.Bool("offline", os.Getenv("GOOGLE_API_KEY") == "", "use fake endpoints on 127.0.0.1 (default unless GOOGLE_API_KEY is set)")
 	showLogs := flag.Bool("logs", false, "print adkbreaker's structured log lines on stderr")
-	scenario := flag.String("scenario", "story", "story (an outage, a retry hint, a recovery) or partial-429 (a rate-limit storm on a third of the calls, throttling off and on; offline)")
+	scenario := flag.String("scenario", "story", "story (an outage, a retry hint, a recovery), partial-429 (a rate-limit storm on a third of the calls, throttling off and on; offline) or storms (both storm shapes at 10, 33 and 50 %, and sustained exhaustion; offline)")
 	flag.Parse()
 	var logger *slog.Logger
 	if *showLogs {
@@ -70,8 +71,10 @@ func main() {
 	switch {
 	case *scenario == "partial-429":
 		err = runPartial429(ctx)
+	case *scenario == "storms":
+		err = runStorms(ctx)
 	case *scenario != "story":
-		err = fmt.Errorf("unknown -scenario %q (want story or partial-429)", *scenario)
+		err = fmt.Errorf("unknown -scenario %q (want story, partial-429 or storms)", *scenario)
 	case *offline:
 		err = runOffline(ctx, logger)
 	default:
@@ -287,7 +290,7 @@ func runOffline(ctx context.Context, logger *slog.Logger) error {
 	clk.Advance(20 * time.Second)
 	before = pro.hits.Load()
 	d.turn(ctx, "Any better?")
-	d.note(fmt.Sprintf("20s later the primary's hold (10s, doubled) is over, but its 30s retry hint is not: %d requests reached it", pro.hits.Load()-before))
+	d.note(fmt.Sprintf("20s later: the probe refused with a 30s retry hint holds the primary for the hint, not for its own hold (10s): %d requests reached it", pro.hits.Load()-before))
 	clk.Advance(11 * time.Second)
 	d.note("the primary recovers")
 	pro.mode.Store("ok")
