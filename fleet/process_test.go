@@ -224,12 +224,19 @@ func TestProcessesKilledProbeHolder(t *testing.T) {
 	be := &backend{hang: true, more: make(chan struct{}, 1)}
 	hs := httptest.NewServer(be)
 	t.Cleanup(hs.Close)
-	const callTimeout = time.Second
+	// The victim must be killed while its probe still hangs: the call
+	// timeout leaves the test 3s to do it even on a loaded machine (with 1s,
+	// a run under load killed the victim after its probe had timed out and
+	// it had probed again).
+	const callTimeout = 3 * time.Second
 	kids := startReplicas(t, 3, srv.Addr(), hs.URL, 200*time.Millisecond, callTimeout)
 	first := waitProbes(t, be, 1, 20*time.Second)[0]
 	victim := kids[first.replica]
 	if err := victim.cmd.Process.Kill(); err != nil { // SIGKILL: no cleanup, the lease is left in Redis
 		t.Fatal(err)
+	}
+	if late := time.Since(first.at); late > callTimeout/2 {
+		t.Fatalf("the victim was killed %v after its probe, too late to judge the lease (call timeout %v)", late.Round(time.Millisecond), callTimeout)
 	}
 	all := waitProbes(t, be, 2, 10*time.Second)
 	next := all[1]
