@@ -327,14 +327,17 @@ func TestOpenAIHintSurvivesWithTimeout(t *testing.T) {
 	var events []failover.Event
 	m, _, _ := openAIChain(t, srv, failover.DefaultPolicy(), func(e *config.ModelEndpoint) { e.Timeout = config.Duration(time.Second) },
 		failover.WithOnFailover(func(_ context.Context, ev failover.Event) { mu.Lock(); events = append(events, ev); mu.Unlock() }))
-	for i := range 3 {
+	// Sustained exhaustion opens the endpoint by its 5th call
+	// (failover.DefaultPolicy's retry_hint_failures), for the hint.
+	const calls = 5
+	for i := range calls {
 		r := run(t.Context(), m, userReq("hi"), false)
 		if got := meta(r.last(), failover.AttrFailoverReason); got != "rate_limited" {
 			t.Fatalf("call %d: reason %v, want rate_limited", i, got)
 		}
 	}
-	if srv.hits.Load() != 3 {
-		t.Errorf("%d requests for 3 calls, want 3 (no openai-go retries)", srv.hits.Load())
+	if srv.hits.Load() != calls {
+		t.Errorf("%d requests for %d calls, want %d (no openai-go retries)", srv.hits.Load(), calls, calls)
 	}
 	st := m.Status()[0]
 	if st.Breaker.State != registry.StateOpen || st.Breaker.Cause != registry.CauseRetryHint || st.Hold < 4*time.Second {
