@@ -63,7 +63,7 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 			m.leave(ctx, &c, ep, ReasonTimeout, max(ep.Timeout, ep.br.RetryAfter()), nil)
 			continue
 		}
-		if ep.thr != nil && ep.br.Closed() && m.nextAvailable(i) && !ep.thr.admit(m.clock.Now()) {
+		if ep.thr != nil && ep.br.Closed() && m.nextAvailable(i) && !ep.thr.Admit(m.clock.Now()) {
 			// Shed: straight to the next endpoint, not a failure of this one.
 			m.countShed(ctx, ep)
 			m.leave(ctx, &c, ep, ReasonThrottled, 0, nil)
@@ -73,7 +73,7 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 		if !d.Allowed {
 			if ep.thr != nil && d.State != registry.StateClosed {
 				// Opened since: not a request the endpoint saw.
-				ep.thr.unsend(m.clock.Now())
+				ep.thr.Unsend(m.clock.Now())
 			}
 			r, wait := m.refused(ep, d)
 			m.leave(ctx, &c, ep, r, wait, nil)
@@ -81,10 +81,10 @@ func (m *Model) generate(ctx context.Context, req *model.LLMRequest, stream bool
 		}
 		out := m.attempt(ctx, &c, ep, res, req, stream, yield)
 		if ep.thr != nil {
-			ep.thr.answered(m.clock.Now(), out.refused)
+			ep.thr.Answered(m.clock.Now(), out.refused)
 		}
-		if ep.exh != nil && !out.refused && out.done && ep.exh.active() {
-			ep.exh.accept(m.clock.Now())
+		if ep.exh != nil && !out.refused && out.done && ep.exh.Active() {
+			ep.exh.Accept(m.clock.Now())
 		}
 		if out.done {
 			return
@@ -202,7 +202,7 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 			// hint (at least OpenFor), without the hold growing on every
 			// failed probe: under a partial storm a probe is a coin toss.
 			// The hint stays a floor for a hold that opens otherwise.
-			if cl.res.Probe() || ep.exh.refuse(now) {
+			if cl.res.Probe() || ep.exh.Refuse(now) {
 				r := v.Reason
 				ep.hintReason.Store(&r)
 				cl.res.Trip(max(hold, ep.br.Policy().OpenFor), registry.CauseRetryHint)

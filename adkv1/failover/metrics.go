@@ -98,7 +98,7 @@ func (m *Model) throttleInstruments(mp metric.MeterProvider) error {
 	reg, err := meter.RegisterCallback(func(_ context.Context, o metric.Observer) error {
 		now := m.clock.Now()
 		for i, ep := range thr {
-			o.ObserveFloat64(g, ep.thr.probability(now), attrs[i])
+			o.ObserveFloat64(g, ep.thr.Probability(now), attrs[i])
 		}
 		return nil
 	}, g)

@@ -4,8 +4,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/failover"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

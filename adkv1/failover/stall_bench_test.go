@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/failover"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

@@ -4,18 +4,20 @@ import (
 	"math/rand/v2"
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/shed"
 )
 
 // throttleSim offers perSecond calls a second for d to a throttle in front
 // of an endpoint that refuses according to refuse (given the time and
 // whether the call was sent), and returns the share shed and the share
 // that ended up elsewhere than the endpoint (shed or refused).
-func throttleSim(th *throttle, start time.Time, d time.Duration, perSecond int, refuse func(now time.Time) bool) (shed, away float64) {
+func throttleSim(th *shed.Throttle, start time.Time, d time.Duration, perSecond int, refuse func(now time.Time) bool) (shed, away float64) {
 	n := int(d.Seconds()) * perSecond
 	var s, a int
 	for i := range n {
 		now := start.Add(time.Duration(i) * time.Second / time.Duration(perSecond))
-		if !th.admit(now) {
+		if !th.Admit(now) {
 			s++
 			a++
 			continue
@@ -24,7 +26,7 @@ func throttleSim(th *throttle, start time.Time, d time.Duration, perSecond int, 
 		if r {
 			a++
 		}
-		th.answered(now, r)
+		th.Answered(now, r)
 	}
 	return float64(s) / float64(n), float64(a) / float64(n)
 }

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"go.opentelemetry.io/otel/metric"
 	"iter"
 	"log/slog"
 	"net/url"
@@ -15,12 +14,15 @@ import (
 	"sync/atomic"
 	"time"
 
+	"go.opentelemetry.io/otel/metric"
+
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/internal/loglimit"
+	"github.com/adkbreaker/adkbreaker/internal/shed"
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -166,13 +168,13 @@ type endpoint struct {
 	// abandoned counts abandoned calls still running.
 	abandoned atomic.Int64
 	// thr is the endpoint's adaptive throttle; nil when off.
-	thr *throttle
+	thr *shed.Throttle
 	// probeDue is when the endpoint's in-flight half-open probe must have
 	// answered (registry clock, Unix nanoseconds; 0: none known).
 	probeDue atomic.Int64
 	// exh tells exhaustion from a partial rate-limit storm; nil when the
 	// breaker's policy opens on every hinted failure (TripOnRetryHint).
-	exh *exhaustion
+	exh *shed.Exhaustion
 	// cappedHint is set once a server's retry hint above the policy's
 	// MaxRetryHint was logged (once per endpoint).
 	cappedHint atomic.Bool
@@ -386,7 +388,7 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 		if e.MaxAbandoned == 0 {
 			e.MaxAbandoned = DefaultMaxAbandoned
 		}
-		var thr *throttle
+		var thr *shed.Throttle
 		if e.Throttle != nil {
 			errs = append(errs, e.Throttle.validate(p+".throttle")...)
 			if i == len(endpoints)-1 {
@@ -421,7 +423,7 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 		}
 		ep.br = br
 		if pol := br.Policy(); !pol.TripsOnRetryHint() {
-			ep.exh = newExhaustion(pol.Window, pol.RetryHintFailures)
+			ep.exh = shed.NewExhaustion(pol.Window, pol.RetryHintFailures)
 		}
 		// The same layering rule as a tool's call_timeout: the window and
 		// the probe lease must outlive a call that runs to its Timeout.
@@ -594,7 +596,7 @@ func (m *Model) Status() []EndpointStatus {
 			out[i].Hold, out[i].HoldReason = st.RetryAfter, r
 		}
 		if ep.thr != nil {
-			out[i].Throttle = &ThrottleStatus{RejectProbability: ep.thr.probability(m.clock.Now()), Rejections: ep.thr.shed.Load()}
+			out[i].Throttle = &ThrottleStatus{RejectProbability: ep.thr.Probability(m.clock.Now()), Rejections: ep.thr.Shed()}
 		}
 	}
 	return out
@@ -610,7 +612,7 @@ func (m *Model) Status() []EndpointStatus {
 func (m *Model) ThrottleOf(key registry.Key) (rejectProbability float64, rejections uint64, ok bool) {
 	for i := range m.eps {
 		if ep := &m.eps[i]; ep.Key == key && ep.thr != nil {
-			return ep.thr.probability(m.clock.Now()), ep.thr.shed.Load(), true
+			return ep.thr.Probability(m.clock.Now()), ep.thr.Shed(), true
 		}
 	}
 	return 0, 0, false

@@ -5,6 +5,7 @@ package failover
 import (
 	"time"
 
+	"github.com/adkbreaker/adkbreaker/internal/shed"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -84,3 +85,11 @@ func PolicyOptions(keys ...registry.Key) []registry.Option {
 	}
 	return out
 }
+
+// ExhaustionFalseOpen is the chance, per call, that a partial rate-limit
+// storm opens a model endpoint's breaker by accident: an endpoint that
+// refuses (429) a share r of its calls, independently, is opened only by a
+// streak of refusals that share would produce with a probability of at most
+// this, i.e. at least ln(ExhaustionFalseOpen)/ln(r) refusals in a row, and
+// never fewer than the policy's RetryHintFailures.
+const ExhaustionFalseOpen = shed.FalseOpen
