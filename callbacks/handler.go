@@ -55,8 +55,13 @@ type ModelGuard interface {
 
 // ErrTurnEnded is returned by BeforeModel for a model call made after the
 // plugin already ended the invocation's turn (a budget spent, or no model
-// endpoint available). Plain agents never make such a call; a LoopAgent would,
-// and without this error it would spin forever on the plugin's final answers.
+// endpoint available) by an agent that already read the plugin's final
+// answer in that branch. An agent that has not read it yet — a sibling
+// branch of a ParallelAgent, the next agent of a SequentialAgent — is
+// answered with the same final answer once instead, so that the run ends
+// on the plugin's answer rather than failing. Plain agents never make such
+// a call; a LoopAgent would, and without this error it would spin forever
+// on the plugin's final answers.
 var ErrTurnEnded = errors.New("adkbreaker: the turn already ended (a budget was spent, or the model is unavailable)")
 
 // Defaults of Config.
@@ -265,6 +270,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Registry == nil {
 		return nil, errors.Join(errs...)
 	}
+	errs = append(errs, checkTurnDuration(cfg)...)
 	h := &Handler{
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
@@ -298,6 +304,40 @@ func New(cfg Config) (*Handler, error) {
 	cfg.Registry.AddAdmission(h.adm)
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
+}
+
+// checkTurnDuration refuses a turn budget in time (MaxTurnDuration) that
+// is not above a dependency's CallTimeout: the turn's deadline would cut
+// every call of a hanging dependency before its own timeout, the cut call
+// is excluded (the dependency is not to blame for the turn's clock), and
+// the breaker would never open — an outage hidden turn after turn. Checked
+// for the registry's default policy and every dependency the handler's
+// configuration names (mappings, per-dependency options).
+func checkTurnDuration(cfg Config) []error {
+	if cfg.MaxTurnDuration <= 0 {
+		return nil
+	}
+	var errs []error
+	check := func(what string, p registry.Policy) {
+		if p.CallTimeout >= cfg.MaxTurnDuration {
+			errs = append(errs, fmt.Errorf("max_turn_duration: must be above every call_timeout (%s: %s), got %s: the turn's deadline would cut every call of a hanging dependency first, excluded, and its breaker would never open",
+				what, p.CallTimeout, cfg.MaxTurnDuration))
+		}
+	}
+	check("the default policy", cfg.Registry.PolicyFor(registry.Key("\x00default")))
+	keys := map[registry.Key]bool{}
+	for _, m := range cfg.Mappings {
+		keys[m.Dependency] = true
+	}
+	for k := range cfg.Dependencies {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if p := cfg.Registry.PolicyFor(k); p.CallTimeout != cfg.Registry.PolicyFor(registry.Key("\x00default")).CallTimeout {
+			check(fmt.Sprintf("dependency %q", k), p)
+		}
+	}
+	return errs
 }
 
 // Registry returns the registry the handler uses.

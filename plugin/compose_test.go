@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/session"
 
 	"github.com/adkbreaker/adkbreaker/callbacks"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
 	"github.com/adkbreaker/adkbreaker/internal/scripted"
@@ -206,5 +207,35 @@ func (s *switchEnv) usePlugins(more ...*adkplugin.Plugin) {
 		PluginConfig: runner.PluginConfig{Plugins: append([]*adkplugin.Plugin{s.plugin}, more...)}})
 	if err != nil {
 		s.t.Fatal(err)
+	}
+}
+
+// TestTurnBudgetBelowCallTimeoutIsRefused: a turn budget in time that is
+// not above a dependency's call timeout would hide an outage (the turn's
+// deadline cuts every call of a hanging dependency first, the cut is
+// excluded, the breaker never opens): it is refused at construction, in
+// Go and in the file, naming the dependency.
+func TestTurnBudgetBelowCallTimeoutIsRefused(t *testing.T) {
+	_, err := breaker.New(breaker.WithDependency("slow-api", "fetch"),
+		breaker.WithPolicy("slow-api", registry.Policy{CallTimeout: 30 * time.Second}),
+		breaker.WithTurnBudget(0, 2*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "max_turn_duration") || !strings.Contains(err.Error(), `"slow-api"`) {
+		t.Fatalf("err = %v, want the turn budget refused for slow-api", err)
+	}
+	_, err = breaker.New(breaker.WithDefaultPolicy(registry.Policy{CallTimeout: 5 * time.Second}), breaker.WithTurnBudget(0, 5*time.Second))
+	if err == nil || !strings.Contains(err.Error(), "the default policy") {
+		t.Fatalf("err = %v, want the turn budget refused for the default policy", err)
+	}
+	f, err := config.Parse([]byte("version: 1\ndefaults:\n  max_turn_duration: 2s\ndependencies:\n  slow-api:\n    tools: [fetch]\n    policy:\n      call_timeout: 30s\n"), config.YAML)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := breaker.New(breaker.WithConfig(f)); err == nil || !strings.Contains(err.Error(), "max_turn_duration") {
+		t.Fatalf("file: err = %v, want the turn budget refused", err)
+	}
+	// Below the turn budget is fine.
+	if _, err := breaker.New(breaker.WithDependency("slow-api", "fetch"),
+		breaker.WithPolicy("slow-api", registry.Policy{CallTimeout: time.Second}), breaker.WithTurnBudget(0, 2*time.Second)); err != nil {
+		t.Fatal(err)
 	}
 }
