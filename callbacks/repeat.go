@@ -25,17 +25,20 @@ import (
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
-// The repeated-call guard ("doom loop"): within one invocation, the N-th
-// call of one tool with the same canonical arguments is answered with a
-// note (degrade.RepeatNote) instead of running the tool again, and the
-// next one ends the turn: its call escalates and the following model call
-// is answered by BeforeModel with a final answer (TurnEndRepeatedCall).
+// The repeated-call guard ("doom loop"): within one root turn and loop
+// scope (loopScope: a ParallelAgent branch), the N-th call of one tool
+// with the same canonical arguments is answered with a note
+// (degrade.RepeatNote) instead of running the tool again, and the next one
+// ends the run: its call escalates and the following model call is
+// answered by BeforeModel with a final answer (TurnEndRepeatedCall).
 // Calls are counted where the model lists them, in AfterModel (every call
-// of a response, parallel ones included, whatever happens to it next), so
-// that successes, failures and short-circuits all count; a call that is
-// not the first of its kind in the turn is marked for BeforeTool, which
-// answers it (before the breaker is asked) once it reaches the limit. The
-// tool path itself pays one atomic load while no call is marked.
+// of a response, parallel ones included); a call the breaker refuses, or
+// whose outcome it counts as a failure, is taken back out of the count
+// (it is the breaker's: docs/design.md, "One answer per call"). A call
+// that is not the first of its kind in the turn is marked for BeforeTool,
+// which answers it once it reaches the limit, unless the breaker refuses
+// it (then the breaker's payload answers). The tool path itself pays one
+// atomic load while no call is marked.
 
 // DefaultRepeatLimit is the N of the repeated-call guard when
 // Config.RepeatLimit is 0.

@@ -139,7 +139,10 @@ func runMatrixCell(t *testing.T, guard, shape string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	call := scripted.CallTools(scripted.Call{Name: "lookup", Args: map[string]any{"company": "gold price today"}})
+	// call is a fresh response each time: ADK writes call IDs into it.
+	call := func() *model.LLMResponse {
+		return scripted.CallTools(scripted.Call{Name: "lookup", Args: map[string]any{"company": "gold price today"}})
+	}
 	// worker returns the step of worker i.
 	worker := func(i int) scripted.Step {
 		n := 0
@@ -148,14 +151,14 @@ func runMatrixCell(t *testing.T, guard, shape string) {
 			switch {
 			case guard == "once" || guard == "refusal":
 				if n == 1 {
-					return call
+					return call()
 				}
 				return scripted.Text("done")
 			case guard == "limit" && i > 0 && n == 1:
 				<-obs.ended // a sibling's next model call comes after the turn ended
-				return call
+				return call()
 			}
-			return call // repeat, limit: forever
+			return call() // repeat, limit: forever
 		}
 	}
 	mk := func(name string, step scripted.Step, tools ...tool.Tool) agent.Agent {
