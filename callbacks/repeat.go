@@ -109,11 +109,11 @@ func repeatLimitOf(def int, tools map[string]int, dep int, tool string) int {
 // tool, canonical arguments), in a map per turn: one turn's counts are
 // never overwritten by another turn's calls, whatever the traffic. A turn's
 // map is created by its first counted call, holds at most maxRepeatCalls
-// distinct calls, and is released by the root run's AfterRun (or, for a run
-// whose AfterRun never fires, swept after maxAge once the table is full).
-// When maxTurns turns are held, a new turn is not counted (its calls are
-// never stopped): the guard errs by missing a loop, never by stopping a
-// call that differs, nor by forgetting a loop it counts.
+// distinct calls, and is released by the root run's AfterRun. Only when
+// max turns are held at once does a new turn make room: turns older than
+// maxAge (whose AfterRun never fired) go first, else the oldest. The guard
+// errs by missing a loop, never by stopping a call that differs; another
+// turn's traffic cannot make it forget a loop unless max turns run at once.
 type repeatTurns struct {
 	n      atomic.Int64 // turns held (for Pending)
 	mu     sync.Mutex
@@ -150,10 +150,7 @@ func (r *repeatTurns) add(inv string, h uint64, now time.Time) int {
 	t := r.m[inv]
 	if t == nil {
 		if len(r.m) >= r.max {
-			r.sweepLocked(now)
-			if len(r.m) >= r.max {
-				return 1
-			}
+			r.makeRoomLocked(now)
 		}
 		t = &repeatTurn{counts: map[uint64]uint16{}, at: now}
 		r.m[inv] = t
@@ -202,14 +199,25 @@ func (r *repeatTurns) release(inv string) {
 	r.mu.Unlock()
 }
 
-// sweepLocked drops the turns older than maxAge (runs whose AfterRun never
-// fired). Callers hold r.mu.
-func (r *repeatTurns) sweepLocked(now time.Time) {
+// makeRoomLocked drops the turns older than maxAge (runs whose AfterRun
+// never fired: callbacks wired into an agent by hand have none), and when
+// none is, the oldest turn. Callers hold r.mu.
+func (r *repeatTurns) makeRoomLocked(now time.Time) {
+	var oldest string
+	var at time.Time
 	for inv, t := range r.m {
 		if now.Sub(t.at) >= r.maxAge {
 			delete(r.m, inv)
 			r.n.Add(-1)
+			continue
 		}
+		if oldest == "" || t.at.Before(at) {
+			oldest, at = inv, t.at
+		}
+	}
+	if len(r.m) >= r.max && oldest != "" {
+		delete(r.m, oldest)
+		r.n.Add(-1)
 	}
 }
 

@@ -381,3 +381,47 @@ func TestRepeatCountsSurviveOtherSessions(t *testing.T) {
 		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
 	}
 }
+
+// TestRepeatStateBounded: the guard's per-turn counts are bounded: at most
+// MaxInvocations turns are held (runs whose AfterRun never fires make room
+// for new ones, oldest first), and a turn listing more than 4,096 distinct
+// calls still counts the ones it holds.
+func TestRepeatStateBounded(t *testing.T) {
+	h, err := callbacks.New(callbacks.Config{Registry: registry.MustNew(), MaxInvocations: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	listed := func(a map[string]any) *model.LLMResponse {
+		return &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+			{FunctionCall: &genai.FunctionCall{Name: "get_invoice", Args: a}}}}}
+	}
+	for i := range 5 { // no AfterRun: hand-wired callbacks
+		h.AfterModel(&fakeCbCtx{inv: fmt.Sprint("e-", i)}, listed(map[string]any{"id": "1"}), nil)
+	}
+	if _, inv := h.Pending(); inv != 2 {
+		t.Fatalf("invocations = %d, want 2 (MaxInvocations)", inv)
+	}
+	// One turn, 5,000 distinct calls, then the first one twice more: the
+	// third is still noted.
+	tl := &fakeTool{name: "get_invoice"}
+	ctx := &actCtx{fakeToolCtx: fakeToolCtx{std: context.Background(), inv: "e-big", call: "c"}}
+	cb := &fakeCbCtx{inv: "e-big"}
+	for i := range 5000 {
+		h.AfterModel(cb, listed(map[string]any{"id": fmt.Sprint(i)}), nil)
+	}
+	var r map[string]any
+	for range 2 {
+		h.AfterModel(cb, listed(map[string]any{"id": "0"}), nil)
+		r, _ = h.BeforeTool(ctx, tl, map[string]any{"id": "0"})
+		h.AfterTool(ctx, tl, map[string]any{"id": "0"}, nil, nil)
+	}
+	if r["status"] != "repeated_call" {
+		t.Fatalf("3rd identical call answered %v, want the note", r)
+	}
+	for _, inv := range []string{"e-3", "e-4", "e-big"} {
+		h.AfterRun(&fakeInvCtx{inv: inv})
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
+	}
+}
