@@ -7,7 +7,8 @@
 #     ADK lines (they also run in the whole-suite step: this step names
 #     them, so that a matrix cell lost to a rename fails loudly);
 #  2. a short fresh fuzz search of the repeat guard's hasher (numbers and
-#     Unicode forms), with the same retry rule as .ci/run's fuzz smoke.
+#     Unicode forms) and of the repeat end's message, with the same retry
+#     rule as .ci/run's fuzz smoke.
 set -euo pipefail
 
 tests='TestGuardMatrix|TestStubbornModelReadsUnavailableUntilH|TestShortCircuitLimitAboveRepeatLimit|TestRetryOfAFailingCallReachesTheBreaker|TestRepeatEndDuringAnOutage|TestTurnBudgetBelowCallTimeoutIsRefused|TestChainTurnDeadlineReachesSubAgentTools|TestChainSubRunErrorIsSanitised|TestChainAgentToolRepeatInShadowMode'
@@ -19,11 +20,13 @@ for dir in . v2; do
   go -C "$dir" test -race -count=1 -run "^($tests)\$" ./plugin/
 done
 
-for target in FuzzArgsHash FuzzArgsHashText; do
-  corpus="callbacks/testdata/fuzz/$target"
+for spec in "callbacks FuzzArgsHash" "callbacks FuzzArgsHashText" "degrade FuzzRepeatedCallMessageDuring"; do
+  set -- $spec
+  pkg=$1 target=$2
+  corpus="$pkg/testdata/fuzz/$target"
   before=$( (ls "$corpus" 2>/dev/null || true) | wc -l)
   attempt=1
-  until go test -run '^$' -fuzz "^$target\$" -fuzztime 10s ./callbacks/; do
+  until go test -run '^$' -fuzz "^$target\$" -fuzztime 10s "./$pkg/"; do
     after=$( (ls "$corpus" 2>/dev/null || true) | wc -l)
     if [ "$after" != "$before" ]; then
       echo "fuzz target $target found a failing input: $corpus" >&2; exit 1
