@@ -69,7 +69,6 @@ require (
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
 	google.golang.org/api v0.279.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260803160001-6ac0973c030d // indirect
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260803160001-6ac0973c030d // indirect
@@ -79,7 +78,10 @@ require (
 	rsc.io/ordered v1.1.1 // indirect
 )
 
-require github.com/adkbreaker/adkbreaker v0.0.0
+require (
+	github.com/adkbreaker/adkbreaker v0.0.0
+	golang.org/x/text v0.40.0
+)
 
 // The core module, from this checkout; a release sets the require above to
 // the same version as this module's tag (scripts/release).

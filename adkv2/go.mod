@@ -75,7 +75,6 @@ require (
 	golang.org/x/oauth2 v0.36.0 // indirect
 	golang.org/x/sync v0.22.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
-	golang.org/x/text v0.40.0 // indirect
 	golang.org/x/time v0.15.0 // indirect
 	google.golang.org/api v0.291.0 // indirect
 	google.golang.org/genproto/googleapis/api v0.0.0-20260630182238-925bb5da69e7 // indirect
@@ -86,7 +85,10 @@ require (
 	rsc.io/ordered v1.1.1 // indirect
 )
 
-require github.com/adkbreaker/adkbreaker v0.0.0
+require (
+	github.com/adkbreaker/adkbreaker v0.0.0
+	golang.org/x/text v0.40.0
+)
 
 // The core module, from this checkout; a release sets the require above to
 // the same version as this module's tag (scripts/release).

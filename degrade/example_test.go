@@ -148,3 +148,18 @@ func ExampleDegradedCapabilityNotice() {
 	fmt.Println(degrade.DegradedCapabilityNotice([]string{"weather forecasts"}))
 	// Output: Temporarily unavailable: weather forecasts. Their tools are still listed, but calls to them may return status unavailable; if one does, do not call it again in this turn. Continue with the tools you have, and tell the user if part of the request cannot be done.
 }
+
+func ExampleRepeatedCallMessageDuring() {
+	fmt.Println(degrade.RepeatedCallMessageDuring("get_invoice", []degrade.Unavailable{
+		{Dependency: "billing-api", RetryAfter: 30 * time.Second},
+	}))
+	// Output:
+	// Sorry, I couldn't complete your request: I kept repeating the same step (get_invoice with the same details) while billing-api was temporarily unavailable. Please try again in about 30 seconds.
+}
+
+func ExampleRepeatNoteOutage() {
+	note := degrade.RepeatNoteOutage("get_invoice", 2, false)
+	fmt.Println(note["guidance"])
+	// Output:
+	// You already called get_invoice with these arguments twice in this turn; its answer is in the conversation above and will not change now, and its service is not reliably available. Do not call get_invoice again in this turn: use that answer, or answer the user with what you have.
+}

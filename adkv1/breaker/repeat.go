@@ -11,10 +11,13 @@ import (
 )
 
 // WithRepeatLimit sets N of the repeated-call guard (callbacks.Config.RepeatLimit):
-// within one turn, the N-th call of a tool with the same arguments (key
-// order and number forms do not matter; parallel calls count) is answered
+// within one turn (and one ParallelAgent branch), the N-th call of a tool
+// with the same arguments (key order, number forms and Unicode forms do
+// not matter; parallel calls count) that the breaker admits is answered
 // with a note instead of running the tool, and the next one ends the turn
-// with a final answer. The default is callbacks.DefaultRepeatLimit (3);
+// with a final answer. Calls the breaker refuses get its unavailable
+// payload instead, and calls it counts as failures do not count toward N
+// (see docs/design.md, "One answer per call"). The default is callbacks.DefaultRepeatLimit (3);
 // callbacks.NoRepeatLimit (-1) turns the guard off.
 func WithRepeatLimit(n int) Option {
 	return optionFunc(func(s *settings) { s.cb.RepeatLimit = n })

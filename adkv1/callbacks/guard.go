@@ -304,6 +304,9 @@ func (g *GuardedTool) runAdmitted(ctx agent.ToolContext, args any, bd *binding, 
 		o = h.judge(ctx, nil, bd, err)
 	}
 	reported = true
+	if o == registry.Failure && bd.repeat > 0 {
+		h.uncountCall(ctx, bd, args) // its retries are the breaker's to stop, not the repeat guard's
+	}
 	if err != nil {
 		r.Report(o, RetryHint(err))
 		// OnToolError and AfterTool compare what they are shown with the
@@ -369,6 +372,9 @@ func (g *GuardedTool) runPending(ctx agent.ToolContext, args any, bd *binding) (
 		hint = RetryHint(err) // and the entry stays: AfterTool compares what it is shown with the tool's error
 	}
 	ran := h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, err != nil)
+	if ran && o == registry.Failure && bd.repeat > 0 {
+		h.uncountCall(ctx, bd, args)
+	}
 	if ran && err == nil {
 		h.ranOK(ctx, bd, o, args, res)
 	}

@@ -55,8 +55,13 @@ type ModelGuard interface {
 
 // ErrTurnEnded is returned by BeforeModel for a model call made after the
 // plugin already ended the invocation's turn (a budget spent, or no model
-// endpoint available). Plain agents never make such a call; a LoopAgent would,
-// and without this error it would spin forever on the plugin's final answers.
+// endpoint available) by an agent that already read the plugin's final
+// answer in that branch. An agent that has not read it yet — a sibling
+// branch of a ParallelAgent, the next agent of a SequentialAgent — is
+// answered with the same final answer once instead, so that the run ends
+// on the plugin's answer rather than failing. Plain agents never make such
+// a call; a LoopAgent would, and without this error it would spin forever
+// on the plugin's final answers.
 var ErrTurnEnded = errors.New("adkbreaker: the turn already ended (a budget was spent, or the model is unavailable)")
 
 // Defaults of Config.
@@ -147,10 +152,12 @@ type Config struct {
 	NoAgentToolGuard bool
 	// RepeatLimit is N of the repeated-call guard: within one invocation,
 	// the N-th call of a tool with the same canonical arguments (key order
-	// and number forms do not matter; parallel calls count) is answered
-	// with a note (degrade.RepeatNote) instead of running the tool, whether
-	// the earlier calls succeeded or failed and whatever the breaker's
-	// state; the next such call ends the turn (TurnEndRepeatedCall). If 0,
+	// and number forms do not matter; parallel calls count) that the
+	// breaker admits is answered with a note (degrade.RepeatNote) instead
+	// of running the tool; the next such call ends the turn
+	// (TurnEndRepeatedCall). Calls the breaker refuses are its own (the
+	// unavailable payload), and calls it counts as failures do not count
+	// toward N. Calls count per ParallelAgent branch. If 0,
 	// DefaultRepeatLimit (3); NoRepeatLimit turns the guard off. Otherwise
 	// at least 2.
 	RepeatLimit int
@@ -194,9 +201,10 @@ type Handler struct {
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
 
-	repeats     *repeatTable // repeat.go: nil while the guard is off for every tool
+	repeats     *repeatTurns // repeat.go: nil while the guard is off for every tool
 	marks       repeatMarks
 	repeatEnded repeatEnds
+	ends        turnEnds  // turnend.go
 	alts        *altCheck // alternatives.go
 }
 
@@ -262,6 +270,7 @@ func New(cfg Config) (*Handler, error) {
 	if cfg.Registry == nil {
 		return nil, errors.Join(errs...)
 	}
+	errs = append(errs, checkTurnDuration(cfg)...)
 	h := &Handler{
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
@@ -284,7 +293,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.res = res
 	if res.repeatDefault > 0 || len(cfg.ToolRepeatLimits) > 0 || anyRepeatLimit(cfg.Dependencies) {
-		h.repeats = &repeatTable{}
+		h.repeats = newRepeatTurns(cmp.Or(cfg.MaxInvocations, degrade.DefaultMaxInvocations), cmp.Or(cfg.InvocationMaxAge, degrade.DefaultMaxAge))
 	}
 	h.alts = newAltCheck(cfg.Dependencies)
 	h.toolNote = cfg.ToolNote
@@ -295,6 +304,40 @@ func New(cfg Config) (*Handler, error) {
 	cfg.Registry.AddAdmission(h.adm)
 	h.ledger = degrade.NewLedger(degrade.LedgerOptions{MaxInvocations: cfg.MaxInvocations, MaxAge: cfg.InvocationMaxAge})
 	return h, nil
+}
+
+// checkTurnDuration refuses a turn budget in time (MaxTurnDuration) that
+// is not above a dependency's CallTimeout: the turn's deadline would cut
+// every call of a hanging dependency before its own timeout, the cut call
+// is excluded (the dependency is not to blame for the turn's clock), and
+// the breaker would never open — an outage hidden turn after turn. Checked
+// for the registry's default policy and every dependency the handler's
+// configuration names (mappings, per-dependency options).
+func checkTurnDuration(cfg Config) []error {
+	if cfg.MaxTurnDuration <= 0 {
+		return nil
+	}
+	var errs []error
+	check := func(what string, p registry.Policy) {
+		if p.CallTimeout >= cfg.MaxTurnDuration {
+			errs = append(errs, fmt.Errorf("max_turn_duration: must be above every call_timeout (%s: %s), got %s: the turn's deadline would cut every call of a hanging dependency first, excluded, and its breaker would never open",
+				what, p.CallTimeout, cfg.MaxTurnDuration))
+		}
+	}
+	check("the default policy", cfg.Registry.PolicyFor(registry.Key("\x00default")))
+	keys := map[registry.Key]bool{}
+	for _, m := range cfg.Mappings {
+		keys[m.Dependency] = true
+	}
+	for k := range cfg.Dependencies {
+		keys[k] = true
+	}
+	for _, k := range slices.Sorted(maps.Keys(keys)) {
+		if p := cfg.Registry.PolicyFor(k); p.CallTimeout != cfg.Registry.PolicyFor(registry.Key("\x00default")).CallTimeout {
+			check(fmt.Sprintf("dependency %q", k), p)
+		}
+	}
+	return errs
 }
 
 // Registry returns the registry the handler uses.
@@ -315,17 +358,29 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 			// Its sub-run is protected inside, call by call (chain.go); the
 			// caller re-invoking it with the same request is still a loop.
 			if rb := at.repeatBinding(); rb.repeat > 0 && h.marks.n.Load() != 0 {
-				if note := h.checkRepeat(ctx, rb, args); note != nil {
-					return note, nil
+				if n := h.takeRepeat(ctx, rb, args); n >= rb.repeat {
+					if note := h.repeatAnswer(ctx, rb, n); note != nil {
+						return note, nil
+					}
 				}
 			}
 			return nil, nil
 		}
 		bd = h.res.bind(t)
 	}
+	// The repeated-call guard answers a repeat the breaker admits; a call
+	// the breaker refuses is the breaker's (its payload says which
+	// dependency and when to retry, and K and H count it): see
+	// docs/design.md, "One answer per call".
+	rep := 0
 	if bd.repeat > 0 && h.marks.n.Load() != 0 {
-		if note := h.checkRepeat(ctx, bd, args); note != nil {
-			return note, nil // repeat.go: the tool does not run again
+		if rep = h.takeRepeat(ctx, bd, args); rep < bd.repeat {
+			rep = 0
+		} else if bd.br == nil || bd.shadow || bd.br.Admissible() {
+			if note := h.repeatAnswer(ctx, bd, rep); note != nil {
+				return note, nil // repeat.go: the tool does not run again
+			}
+			rep = 0
 		}
 	}
 	if bd.br == nil {
@@ -341,7 +396,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	call, inv := ctx.FunctionCallID(), ctx.InvocationID()
-	if bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
+	if rep == 0 && bd.br.Closed() && h.tix.reserve(ctx, call, inv, bd, flags) {
 		return nil, nil
 	}
 	tk, d := bd.br.Reserve()
@@ -357,6 +412,14 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		return nil, nil
 	}
 	if d.Allowed {
+		if rep != 0 {
+			// Admitted after all (a probe, or a slot freed): the repeat
+			// is the guard's to answer, and the admission is given back.
+			if note := h.repeatAnswer(ctx, bd, rep); note != nil {
+				tk.Report(registry.Excluded, 0)
+				return note, nil
+			}
+		}
 		if !h.tix.put(ctx, call, inv, tk, bd, flags) {
 			tk.Report(registry.Excluded, 0) // already pending: never track a call twice
 		}
@@ -404,6 +467,9 @@ func (h *Handler) shortCircuit(ctx agent.ToolContext, bd *binding, d registry.De
 	}
 	reason := reasonOf(d.Reason)
 	noteRefused(f, bd.key, reason)
+	if bd.repeat > 0 {
+		h.uncountCall(ctx, bd, args) // a refused call is the breaker's, not a repeat
+	}
 	p := bd.builder.Build(reason, d.RetryAfter, n, lg)
 	if total >= h.turnLimit {
 		// The invocation's budget is spent: BeforeModel will end the turn.
@@ -455,7 +521,11 @@ func (h *Handler) OnToolError(ctx agent.ToolContext, t tool.Tool, args map[strin
 	if bd == nil {
 		return nil, nil
 	}
-	h.reportUnmarked(tk, bd, h.classify(ctx, bd, err), RetryHint(err))
+	o := h.classify(ctx, bd, err)
+	h.reportUnmarked(tk, bd, o, RetryHint(err))
+	if o == registry.Failure {
+		h.uncountCall(ctx, bd, args) // its retries are the breaker's to stop
+	}
 	return nil, nil
 }
 
@@ -515,11 +585,16 @@ func (h *Handler) AfterTool(ctx agent.ToolContext, t tool.Tool, args, result map
 		// a success: a failure (of the tool, or of a callback ahead of it).
 		h.mismatch(ctx, bd, t)
 		h.reportUnmarked(p.tk, bd, registry.Failure, 0)
+		h.uncountCall(ctx, bd, args)
 	case err == nil:
 		h.reportUnmarked(p.tk, bd, registry.Success, 0)
 		h.storeLastGood(ctx, bd, args, result)
 	default:
-		h.reportUnmarked(p.tk, bd, h.classify(ctx, bd, err), RetryHint(err))
+		o := h.classify(ctx, bd, err)
+		h.reportUnmarked(p.tk, bd, o, RetryHint(err))
+		if o == registry.Failure {
+			h.uncountCall(ctx, bd, args)
+		}
 	}
 	return nil, nil
 }
@@ -629,8 +704,12 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	inv := ctx.InvocationID()
 	h.tix.drain(inv)
 	h.ledger.Release(inv)
-	h.repeatEnded.take(inv)
-	h.marks.release(inv)
+	h.repeatEnded.release(inv)
+	h.marks.releaseRun(inv)
+	h.ends.release(inv)
+	if h.repeats != nil {
+		h.repeats.release(inv) // a root run's counts (a sub-run has none of its own)
+	}
 }
 
 // BeforeModel ends the turn when the invocation's short-circuit budget or
@@ -643,16 +722,22 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) (*model.LLMResponse, error) {
 	// A sub-run (chain.go) counts in its root's turn, inv; it ends its own
 	// turn (mark), sub, so that its caller's turn can still answer.
-	inv, f := chainOf(ctx, ctx.InvocationID())
+	rk := runOf(ctx)
+	inv, f := chainOf(ctx, rk.run)
 	sub := inv
 	if f != nil {
-		sub = ctx.InvocationID()
+		sub = rk.run
+	}
+	if resp, err, done := h.ends.check(ctx, sub); done {
+		return resp, err // the turn ended: its final answer once per agent and branch, then ErrTurnEnded
+	}
+	if f != nil {
 		if _, ended := h.ledger.State(sub); ended {
 			return nil, ErrTurnEnded
 		}
 	}
-	if r, ok := h.repeatEnded.take(sub); ok {
-		return h.endRepeated(ctx, inv, sub, r), nil // repeat.go
+	if r, ok := h.repeatEnded.take(rk); ok {
+		return h.endRepeated(ctx, inv, rk, r), nil // repeat.go
 	}
 	if h.maxCalls > 0 || h.maxDur > 0 {
 		now := h.clock.Now()
@@ -686,11 +771,13 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 			if down, ra := g.ModelUnavailable(req.Model); down {
 				now := h.clock.Now()
 				_, total := h.ledger.Hit(inv, "model:"+req.Model, now)
+				resp := finalResponse(degrade.ModelUnavailableMessage(ra), string(TurnEndModelUnavailable))
+				h.ends.end(ctx, runKey{sub, ctx.Branch()}, true, resp)
 				h.ledger.End(sub, now)
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
 				}
-				return finalResponse(degrade.ModelUnavailableMessage(ra), string(TurnEndModelUnavailable)), nil
+				return resp, nil
 			}
 		}
 	}
@@ -708,8 +795,25 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 // reason and returns the final answer: what was unavailable in inv's turn
 // (the dependencies it short-circuited) and when to try again.
 func (h *Handler) endTurn(ctx agent.CallbackContext, inv, sub string, u degrade.Usage, reason TurnEndReason) *model.LLMResponse {
-	counts := h.ledger.Counts(inv)
+	items := h.unavailableIn(inv)
+	var resp *model.LLMResponse
+	if reason == TurnEndShortCircuitBudget {
+		resp = finalResponse(degrade.FinalMessage(items), string(reason))
+	} else {
+		resp = finalResponse(degrade.TurnBudgetMessage(items), string(reason))
+	}
+	h.ends.end(ctx, runKey{sub, ctx.Branch()}, true, resp)
 	h.ledger.End(sub, h.clock.Now())
+	if h.obs != nil {
+		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: reason, TurnTotal: u.Total, ModelCalls: u.ModelCalls})
+	}
+	return resp
+}
+
+// unavailableIn lists the dependencies short-circuited in turn inv, with
+// when each may be tried again.
+func (h *Handler) unavailableIn(inv string) []degrade.Unavailable {
+	counts := h.ledger.Counts(inv)
 	items := make([]degrade.Unavailable, 0, len(counts))
 	for _, c := range counts {
 		var ra time.Duration
@@ -718,13 +822,7 @@ func (h *Handler) endTurn(ctx agent.CallbackContext, inv, sub string, u degrade.
 		}
 		items = append(items, degrade.Unavailable{Dependency: c.Dependency, RetryAfter: ra})
 	}
-	if h.obs != nil {
-		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: reason, TurnTotal: u.Total, ModelCalls: u.ModelCalls})
-	}
-	if reason == TurnEndShortCircuitBudget {
-		return finalResponse(degrade.FinalMessage(items), string(reason))
-	}
-	return finalResponse(degrade.TurnBudgetMessage(items), string(reason))
+	return items
 }
 
 // finalResponse is a complete model turn: role "model" (so it is kept in
@@ -823,5 +921,5 @@ func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclarati
 // invocations hold short-circuit accounting. Both return to zero when every
 // run has ended; tests and health checks use them.
 func (h *Handler) Pending() (tickets, invocations int) {
-	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len() + h.marks.runs()
+	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len() + h.marks.runs() + h.ends.len() + h.repeats.len()
 }

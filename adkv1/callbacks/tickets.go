@@ -266,16 +266,6 @@ func (t *tickets) pendingKey(ctx callKey, call string) (registry.Key, bool) {
 	return "", false
 }
 
-// reportSuccess reports ctx's pending call as a success and returns its
-// binding (nil when there is none: the plugin's own short-circuit, or a call
-// it never admitted). Tests use it; the handler goes through
-// takePlainSuccess and takeEntry.
-func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
-	tk, bd := t.take(ctx, call)
-	tk.Report(registry.Success, 0) // a no-op without an entry
-	return bd
-}
-
 // take removes ctx's pending call and returns its reservation, for the
 // caller to report, and its binding (nil when there is none).
 func (t *tickets) take(ctx callKey, call string) (registry.Reservation, *binding) {

@@ -19,7 +19,8 @@ var errTurnDeadline = errors.New("adkbreaker: the turn's time is up")
 // registry's clock, when the handler has a turn budget in time and the
 // invocation's clock has started (BeforeRun, or its first model call).
 func (h *Handler) turnLeft(ctx agent.ToolContext) (time.Duration, bool) {
-	u, ok := h.ledger.UsageOf(ctx.InvocationID())
+	key, _ := chainOf(ctx, ctx.InvocationID()) // a sub-run's turn is its root's: one deadline clock per root turn
+	u, ok := h.ledger.UsageOf(key)
 	if !ok || u.Started.IsZero() {
 		return 0, false
 	}

@@ -192,21 +192,27 @@ func TestRepeatGuardNoFalsePositive(t *testing.T) {
 	e.assertNoPending()
 }
 
-// TestRepeatGuardWhileOpen: calls short-circuited by an open breaker count
-// too: the model that keeps calling the unavailable tool gets the note at
-// N and the turn ends, before the short-circuit limit would end it.
+// TestRepeatGuardWhileOpen: calls short-circuited by an open breaker are
+// the breaker's: the model that keeps calling the unavailable tool reads
+// the unavailable payload every time (never the repeat note), and with H
+// and K out of the way nothing else ends the turn early.
 func TestRepeatGuardWhileOpen(t *testing.T) {
-	e := newEnv(t, repeating(1, func(int) map[string]any { return map[string]any{"id": "7"} }), breaker.WithTurnLimit(100), breaker.WithShortCircuitLimit(100))
+	e := newEnv(t, repeating(1, func(int) map[string]any { return map[string]any{"id": "7"} }), breaker.WithTurnLimit(8), breaker.WithShortCircuitLimit(100))
 	if err := e.reg.Isolate("billing-api"); err != nil {
 		t.Fatal(err)
 	}
 	evs := e.mustTurn("invoice 7")
-	if e.backend.Hits() != 0 || endedBy(evs) != string(callbacks.TurnEndRepeatedCall) {
+	if e.backend.Hits() != 0 || endedBy(evs) != string(callbacks.TurnEndShortCircuitBudget) {
 		t.Fatalf("hits %d, ended by %q", e.backend.Hits(), endedBy(evs))
 	}
 	rs := functionResponses(evs)
-	if len(rs) != 4 || rs[0].Response["status"] != degrade.StatusUnavailable || rs[2].Response["status"] != degrade.StatusRepeated {
+	if len(rs) != 8 || len(notes(evs)) != 0 {
 		t.Fatalf("responses = %v", rs)
+	}
+	for _, r := range rs {
+		if r.Response["status"] != degrade.StatusUnavailable {
+			t.Fatalf("response = %v, want the unavailable payload", r.Response)
+		}
 	}
 	e.assertNoPending()
 }

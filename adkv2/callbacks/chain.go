@@ -54,7 +54,11 @@ type chainKey struct{}
 // chainFrame is one sub-run started by an AgentTool.
 type chainFrame struct {
 	root string // the root invocation's ID: the accounting key of the chain
-	mu   sync.Mutex
+	// scope is the loop scope of the agent tool's call (loopScope): the
+	// sub-run's calls count as one loop with the caller's branch, never
+	// with a parallel branch's.
+	scope string
+	mu    sync.Mutex
 	// refused is the last dependency refused in this sub-run (its own
 	// short-circuits, or a nested agent tool's unavailable answer), with
 	// the reason; "" when none was.
@@ -190,6 +194,10 @@ func (a *AgentTool) repeatBinding() *binding {
 	r := a.h.res
 	b := &binding{tool: a.Name()}
 	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, 0, b.tool)
+	// Shadow mode: an agent tool is no dependency of its own, but the
+	// policy its name would have (the registry's default, or its own)
+	// says whether the plugin may act on what the model reads.
+	b.shadow = a.h.reg.PolicyFor(registry.Key(b.tool)).Shadow
 	if b.repeat > 0 {
 		b.toolHash = toolHash(b.tool)
 	}
@@ -363,6 +371,38 @@ func (t *AgentTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 		}
 		content = genai.NewContentFromText(text, genai.RoleUser)
 	}
+	res, err := t.run(ctx, margs, name, content)
+	if err != nil {
+		// Every error from the sub-run reaches the caller's model as text
+		// (ADK passes err.Error() on): only its sanitised form is passed
+		// on, whatever path it took (an error event, an error the sub-run
+		// returned, a session or output error).
+		return nil, sanitisedError(err)
+	}
+	return res, nil
+}
+
+// subRunError is an error of a sub-run, its text sanitised (redact.Text):
+// Error is what the caller's model reads; Unwrap keeps the original for
+// errors.Is and errors.As in the caller's code.
+type subRunError struct {
+	msg string
+	err error
+}
+
+func (e *subRunError) Error() string { return e.msg }
+func (e *subRunError) Unwrap() error { return e.err }
+
+// maxSubRunErrorBytes bounds the text of a sub-run's error.
+const maxSubRunErrorBytes = 512
+
+func sanitisedError(err error) error {
+	return &subRunError{msg: redact.Text(err.Error(), maxSubRunErrorBytes), err: err}
+}
+
+// run runs the sub-agent on content (Run's body; its errors are sanitised
+// by Run).
+func (t *AgentTool) run(ctx agent.Context, margs map[string]any, name string, content *genai.Content) (map[string]any, error) {
 	p, err := t.h.subPlugin()
 	if err != nil {
 		return nil, fmt.Errorf("failed to create runner")
@@ -385,8 +425,8 @@ func (t *AgentTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 			state[k] = v
 		}
 	}
-	root, _ := chainOf(ctx, ctx.InvocationID())
-	f := &chainFrame{root: root}
+	root, cf := chainOf(ctx, ctx.InvocationID())
+	f := &chainFrame{root: root, scope: loopScope(ctx, cf)}
 	sctx := context.WithValue(ctx, chainKey{}, f)
 	activeSubRuns.Add(1) // before the sub-run's first callback, after its last
 	defer activeSubRuns.Add(-1)
@@ -402,7 +442,8 @@ func (t *AgentTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 		if ev.ErrorCode != "" || ev.ErrorMessage != "" {
 			// ADK's agent tool fails the same way; the code and message come
 			// from the sub-agent's model or tools (upstream text), and the
-			// model reads this error: only their sanitised form is passed on.
+			// model reads this error: only their sanitised form is passed on
+			// (here, and again by Run).
 			return nil, fmt.Errorf("error from sub-agent %q (code: %q, message: %q)", name,
 				redact.Text(ev.ErrorCode, 64), redact.Text(ev.ErrorMessage, 256))
 		}
@@ -439,15 +480,18 @@ func (t *AgentTool) Run(ctx agent.Context, args any) (map[string]any, error) {
 }
 
 // unavailable is the agent tool's answer when dep was refused in its
-// sub-run: dep's unavailable payload under the agent tool's name. It counts
-// as a short-circuit of dep in the root turn (the caller's call was
-// answered by the plugin, not by the sub-agent), so that guidance turns
-// terminal and the turn limit comes closer for the root model too; the
-// caller's own sub-run, if any, learns that dep was refused.
+// sub-run: dep's unavailable payload under the agent tool's name, with the
+// root turn's count of dep's short-circuits. The refusal was counted once,
+// in the root turn, where it happened (at any depth): passing it up the
+// chain counts nothing more, so one refusal four agent tools deep spends
+// one short-circuit, not four. The caller's own sub-run, if any, learns
+// that dep was refused.
 func (t *AgentTool) unavailable(ctx agent.Context, root string, dep registry.Key, reason degrade.Reason) map[string]any {
 	h := t.h
-	now := h.clock.Now()
-	n, total := h.ledger.Hit(root, string(dep), now)
+	// The refusal was counted where it happened, in the root turn (the
+	// sub-run's short-circuit, however deep): passing it on to the caller
+	// is not another one.
+	n, total := max(1, h.ledger.Count(root, string(dep))), h.ledger.Total(root)
 	_, caller := chainOf(ctx, "")
 	noteRefused(caller, dep, reason)
 	var ra time.Duration

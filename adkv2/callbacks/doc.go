@@ -79,15 +79,18 @@
 //
 // # Repeated calls
 //
-// AfterModel counts every call the model lists by (invocation, tool,
-// canonical arguments), and BeforeTool answers the repeats:
-// the Config.RepeatLimit-th identical call (default 3) is answered with
-// degrade.RepeatNote instead of running, the next one escalates and the
-// following model call is answered with a final answer
-// (TurnEndRepeatedCall). Successes, failures and short-circuits count alike.
-// The counts live in a fixed lock-free table per handler: nothing to release
-// per invocation, no allocation per call. NoRepeatLimit opts a tool out
-// (Config.ToolRepeatLimits) or a dependency (Dependency.RepeatLimit).
+// AfterModel counts every call the model lists by (root turn, branch,
+// tool, canonical arguments), and BeforeTool answers the repeats the
+// breaker admits: the Config.RepeatLimit-th identical call (default 3) is
+// answered with degrade.RepeatNote instead of running, the next one
+// escalates and the following model call is answered with a final answer
+// (TurnEndRepeatedCall). A call the breaker refuses is answered by the
+// breaker (the unavailable payload), and a call the breaker counts as a
+// failure does not count toward the limit: retries of failing calls are
+// the breaker's to stop (docs/design.md, "One answer per call"). The
+// counts live in a bounded map per root turn, released by its AfterRun.
+// NoRepeatLimit opts a tool out (Config.ToolRepeatLimits) or a dependency
+// (Dependency.RepeatLimit).
 //
 // # Classification
 //

@@ -306,6 +306,9 @@ func (g *GuardedTool) runAdmitted(ctx agent.Context, args any, bd *binding, r *r
 		o = h.judge(ctx, nil, bd, err)
 	}
 	reported = true
+	if o == registry.Failure && bd.repeat > 0 {
+		h.uncountCall(ctx, bd, args) // its retries are the breaker's to stop, not the repeat guard's
+	}
 	if err != nil {
 		r.Report(o, RetryHint(err))
 		// OnToolError and AfterTool compare what they are shown with the
@@ -371,6 +374,9 @@ func (g *GuardedTool) runPending(ctx agent.Context, args any, bd *binding) (map[
 		hint = RetryHint(err) // and the entry stays: AfterTool compares what it is shown with the tool's error
 	}
 	ran := h.tix.ran(ctx, ctx.FunctionCallID(), o, hint, err != nil)
+	if ran && o == registry.Failure && bd.repeat > 0 {
+		h.uncountCall(ctx, bd, args)
+	}
 	if ran && err == nil {
 		h.ranOK(ctx, bd, o, args, res)
 	}

@@ -164,3 +164,13 @@ func TestTicketsCapNeverEvictsProbe(t *testing.T) {
 	}
 	tix.drain("inv")
 }
+
+// reportSuccess reports ctx's pending call as a success and returns its
+// binding (nil when there is none: the plugin's own short-circuit, or a
+// call it never admitted), as AfterTool does for a plain success (the
+// handler itself goes through takePlainSuccess and takeEntry).
+func (t *tickets) reportSuccess(ctx callKey, call string) *binding {
+	tk, bd := t.take(ctx, call)
+	tk.Report(registry.Success, 0) // a no-op without an entry
+	return bd
+}

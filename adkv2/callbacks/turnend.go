@@ -3,7 +3,11 @@
 package callbacks
 
 import (
+	"sync"
+	"sync/atomic"
+
 	"google.golang.org/adk/v2/agent"
+	"google.golang.org/adk/v2/model"
 	"google.golang.org/adk/v2/session"
 )
 
@@ -28,4 +32,107 @@ func (h *Handler) OnEvent(_ agent.InvocationContext, ev *session.Event) (*sessio
 		ev.Actions.Escalate = true
 	}
 	return nil, nil
+}
+
+// turnEnds remembers, per run (a root invocation, or a sub-run behind an
+// agent tool), the final answer with which the handler ended its turn and
+// which agents — by name and branch — have read it, until the run's
+// AfterRun. A model call of the ended turn from an agent that has not read
+// the answer yet (a sibling branch of a ParallelAgent, the next sub-agent
+// of a SequentialAgent) is answered with the same final answer, once: the
+// run ends on the plugin's answer instead of failing with ErrTurnEnded
+// (which a ParallelAgent turns into a failed run). A second call from the
+// same agent and branch still gets ErrTurnEnded, so that a loop without
+// the plugin's OnEvent cannot spin on final answers.
+//
+// An end that covers only one branch (the repeated-call guard ended a
+// ParallelAgent branch's loop) is remembered for that agent and branch
+// only: the siblings go on.
+type turnEnds struct {
+	n  atomic.Int64 // runs held
+	mu sync.Mutex
+	m  map[string]*turnEnd
+}
+
+type turnEnd struct {
+	resp  *model.LLMResponse // the final answer of a whole-run end; nil while only branches ended
+	whole bool
+	read  map[string]struct{} // reader keys (readerOf) that read a final answer
+}
+
+// readerOf names the agent and branch of ctx.
+func readerOf(ctx agent.ReadonlyContext) string { return ctx.AgentName() + "\x00" + ctx.Branch() }
+
+// end records that run rk.run's turn ended (whole) or that the branch of
+// ctx's agent ended, with resp, the final answer ctx's agent reads now.
+func (e *turnEnds) end(ctx agent.ReadonlyContext, rk runKey, whole bool, resp *model.LLMResponse) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.m == nil {
+		e.m = map[string]*turnEnd{}
+	}
+	te := e.m[rk.run]
+	if te == nil {
+		te = &turnEnd{read: map[string]struct{}{}}
+		e.m[rk.run] = te
+		e.n.Add(1)
+	}
+	if whole && !te.whole {
+		te.whole, te.resp = true, resp
+	}
+	te.read[readerOf(ctx)] = struct{}{}
+}
+
+// check answers a model call of run from ctx's agent: ErrTurnEnded when
+// that agent (in its branch) already read a final answer; the run's final
+// answer, once, when the whole run ended; done is false otherwise (the call
+// goes on).
+func (e *turnEnds) check(ctx agent.ReadonlyContext, run string) (resp *model.LLMResponse, err error, done bool) {
+	if e.n.Load() == 0 {
+		return nil, nil, false
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	te := e.m[run]
+	if te == nil {
+		return nil, nil, false
+	}
+	who := readerOf(ctx)
+	if _, read := te.read[who]; read {
+		return nil, ErrTurnEnded, true
+	}
+	if !te.whole {
+		return nil, nil, false
+	}
+	te.read[who] = struct{}{}
+	return cloneFinal(te.resp), nil, true
+}
+
+// release drops run's record (its AfterRun).
+func (e *turnEnds) release(run string) {
+	if e.n.Load() == 0 {
+		return
+	}
+	e.mu.Lock()
+	if _, ok := e.m[run]; ok {
+		delete(e.m, run)
+		e.n.Add(-1)
+	}
+	e.mu.Unlock()
+}
+
+func (e *turnEnds) len() int { return int(e.n.Load()) }
+
+// cloneFinal copies a final answer made by finalResponse: ADK and the
+// OnEvent callback write to the response they are given.
+func cloneFinal(r *model.LLMResponse) *model.LLMResponse {
+	text := ""
+	if r.Content != nil && len(r.Content.Parts) > 0 {
+		text = r.Content.Parts[0].Text
+	}
+	reason := ""
+	if m, ok := r.CustomMetadata["adkbreaker"].(map[string]any); ok {
+		reason, _ = m["reason"].(string)
+	}
+	return finalResponse(text, reason)
 }
