@@ -103,7 +103,7 @@ func TestConfigInvalidFile(t *testing.T) {
 		"dependencies.billing-api.policy.failure_rate: must be in (0, 1], got 1.5",
 		`dependencies.crm.tools[0]: "get_invoice" is also mapped to dependency "billing-api"`,
 		`dependencies."bad name": invalid dependency name`,
-		`models.chat.endpoints[1].backend: unknown backend "openai"`,
+		`models.chat.endpoints[1].backend: unknown backend "anthropic"`,
 		"models.chat.endpoints[2]:",
 		"models.empty.endpoints:",
 	} {
