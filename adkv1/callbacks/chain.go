@@ -24,6 +24,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -197,7 +198,7 @@ func (a *AgentTool) repeatBinding() *binding {
 	// says whether the plugin may act on what the model reads.
 	b.shadow = a.h.reg.PolicyFor(registry.Key(b.tool)).Shadow
 	if b.repeat > 0 {
-		b.toolHash = toolHash(b.tool)
+		b.toolHash = repeatguard.ToolHash(b.tool)
 	}
 	a.repeat.Store(b)
 	return b

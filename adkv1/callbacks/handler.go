@@ -20,6 +20,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/adkctx"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/loglimit"
+	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -201,8 +202,8 @@ type Handler struct {
 	mismatchOnce  sync.Once
 	unguardedOnce sync.Once
 
-	repeats     *repeatTurns // repeat.go: nil while the guard is off for every tool
-	marks       repeatMarks
+	repeats     *repeatguard.Turns // repeat.go: nil while the guard is off for every tool
+	marks       repeatguard.Marks
 	repeatEnded repeatEnds
 	ends        turnEnds  // turnend.go
 	alts        *altCheck // alternatives.go
@@ -293,7 +294,7 @@ func New(cfg Config) (*Handler, error) {
 	}
 	h.res = res
 	if res.repeatDefault > 0 || len(cfg.ToolRepeatLimits) > 0 || anyRepeatLimit(cfg.Dependencies) {
-		h.repeats = newRepeatTurns(cmp.Or(cfg.MaxInvocations, degrade.DefaultMaxInvocations), cmp.Or(cfg.InvocationMaxAge, degrade.DefaultMaxAge))
+		h.repeats = repeatguard.NewTurns(cmp.Or(cfg.MaxInvocations, degrade.DefaultMaxInvocations), cmp.Or(cfg.InvocationMaxAge, degrade.DefaultMaxAge))
 	}
 	h.alts = newAltCheck(cfg.Dependencies)
 	h.toolNote = cfg.ToolNote
@@ -357,7 +358,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 		if at, ok := t.(*AgentTool); ok && at.h == h && !h.res.mapped(at.Name()) {
 			// Its sub-run is protected inside, call by call (chain.go); the
 			// caller re-invoking it with the same request is still a loop.
-			if rb := at.repeatBinding(); rb.repeat > 0 && h.marks.n.Load() != 0 {
+			if rb := at.repeatBinding(); rb.repeat > 0 && h.marks.Any() {
 				if n := h.takeRepeat(ctx, rb, args); n >= rb.repeat {
 					if note := h.repeatAnswer(ctx, rb, n); note != nil {
 						return note, nil
@@ -373,7 +374,7 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 	// dependency and when to retry, and K and H count it): see
 	// docs/design.md, "One answer per call".
 	rep := 0
-	if bd.repeat > 0 && h.marks.n.Load() != 0 {
+	if bd.repeat > 0 && h.marks.Any() {
 		if rep = h.takeRepeat(ctx, bd, args); rep < bd.repeat {
 			rep = 0
 		} else if bd.br == nil || bd.shadow || bd.br.Admissible() {
@@ -705,10 +706,10 @@ func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	h.tix.drain(inv)
 	h.ledger.Release(inv)
 	h.repeatEnded.release(inv)
-	h.marks.releaseRun(inv)
+	h.marks.ReleaseRun(inv)
 	h.ends.release(inv)
 	if h.repeats != nil {
-		h.repeats.release(inv) // a root run's counts (a sub-run has none of its own)
+		h.repeats.Release(inv) // a root run's counts (a sub-run has none of its own)
 	}
 }
 
@@ -723,10 +724,10 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 	// A sub-run (chain.go) counts in its root's turn, inv; it ends its own
 	// turn (mark), sub, so that its caller's turn can still answer.
 	rk := runOf(ctx)
-	inv, f := chainOf(ctx, rk.run)
+	inv, f := chainOf(ctx, rk.Run)
 	sub := inv
 	if f != nil {
-		sub = rk.run
+		sub = rk.Run
 	}
 	if resp, err, done := h.ends.check(ctx, sub); done {
 		return resp, err // the turn ended: its final answer once per agent and branch, then ErrTurnEnded
@@ -772,7 +773,7 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 				now := h.clock.Now()
 				_, total := h.ledger.Hit(inv, "model:"+req.Model, now)
 				resp := finalResponse(degrade.ModelUnavailableMessage(ra), string(TurnEndModelUnavailable))
-				h.ends.end(ctx, runKey{sub, ctx.Branch()}, true, resp)
+				h.ends.end(ctx, runKey{Run: sub, Branch: ctx.Branch()}, true, resp)
 				h.ledger.End(sub, now)
 				if h.obs != nil {
 					h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: TurnEndModelUnavailable, TurnTotal: total})
@@ -802,7 +803,7 @@ func (h *Handler) endTurn(ctx agent.CallbackContext, inv, sub string, u degrade.
 	} else {
 		resp = finalResponse(degrade.TurnBudgetMessage(items), string(reason))
 	}
-	h.ends.end(ctx, runKey{sub, ctx.Branch()}, true, resp)
+	h.ends.end(ctx, runKey{Run: sub, Branch: ctx.Branch()}, true, resp)
 	h.ledger.End(sub, h.clock.Now())
 	if h.obs != nil {
 		h.obs.TurnEnded(ctx, TurnEndEvent{InvocationID: inv, Reason: reason, TurnTotal: u.Total, ModelCalls: u.ModelCalls})
@@ -921,5 +922,5 @@ func (h *Handler) unavailable(req *model.LLMRequest, fd *genai.FunctionDeclarati
 // invocations hold short-circuit accounting. Both return to zero when every
 // run has ended; tests and health checks use them.
 func (h *Handler) Pending() (tickets, invocations int) {
-	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len() + h.marks.runs() + h.ends.len() + h.repeats.len()
+	return h.tix.len(), h.ledger.Len() + h.repeatEnded.len() + h.marks.Runs() + h.ends.len() + h.repeats.Len()
 }

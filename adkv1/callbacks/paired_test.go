@@ -3,11 +3,12 @@ package callbacks_test
 import (
 	"context"
 	"fmt"
-	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
 	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
 
 	"github.com/sony/gobreaker/v2"
 

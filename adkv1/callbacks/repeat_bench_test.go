@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
-	"github.com/adkbreaker/adkbreaker/registry"
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // BenchmarkRepeatGuard measures the repeated-call guard on the plugin's

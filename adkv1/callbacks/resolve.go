@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/tool"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -249,7 +250,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 	}
 	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)
 	if b.repeat > 0 {
-		b.toolHash = toolHash(k.name)
+		b.toolHash = repeatguard.ToolHash(k.name)
 	}
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)

@@ -61,7 +61,7 @@ type turnEnd struct {
 // readerOf names the agent and branch of ctx.
 func readerOf(ctx agent.ReadonlyContext) string { return ctx.AgentName() + "\x00" + ctx.Branch() }
 
-// end records that run rk.run's turn ended (whole) or that the branch of
+// end records that run rk.Run's turn ended (whole) or that the branch of
 // ctx's agent ended, with resp, the final answer ctx's agent reads now.
 func (e *turnEnds) end(ctx agent.ReadonlyContext, rk runKey, whole bool, resp *model.LLMResponse) {
 	e.mu.Lock()
@@ -69,10 +69,10 @@ func (e *turnEnds) end(ctx agent.ReadonlyContext, rk runKey, whole bool, resp *m
 	if e.m == nil {
 		e.m = map[string]*turnEnd{}
 	}
-	te := e.m[rk.run]
+	te := e.m[rk.Run]
 	if te == nil {
 		te = &turnEnd{read: map[string]struct{}{}}
-		e.m[rk.run] = te
+		e.m[rk.Run] = te
 		e.n.Add(1)
 	}
 	if whole && !te.whole {

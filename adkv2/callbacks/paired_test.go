@@ -5,11 +5,12 @@ package callbacks_test
 import (
 	"context"
 	"fmt"
-	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 	"os"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 
 	"github.com/sony/gobreaker/v2"
 

@@ -8,10 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
-	"github.com/adkbreaker/adkbreaker/registry"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
+
+	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 // BenchmarkRepeatGuard measures the repeated-call guard on the plugin's

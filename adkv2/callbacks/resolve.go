@@ -14,6 +14,7 @@ import (
 	"google.golang.org/adk/v2/tool"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -251,7 +252,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 	}
 	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)
 	if b.repeat > 0 {
-		b.toolHash = toolHash(k.name)
+		b.toolHash = repeatguard.ToolHash(k.name)
 	}
 	if k.dep == "" {
 		cowInsert(&r.byName, k.name, b, r.maxCache)
