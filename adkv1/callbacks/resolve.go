@@ -12,6 +12,7 @@ import (
 	"google.golang.org/adk/tool"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/lastgood"
 	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -91,7 +92,7 @@ type binding struct {
 	br       *registry.Breaker // nil: unprotected
 	builder  *degrade.Builder
 	classify Classifier
-	lastGood *lastGoodCache
+	lastGood *lastgood.Cache
 	// callTimeout is the breaker policy's CallTimeout (guarded tools).
 	callTimeout time.Duration
 	// repeat is the repeated-call guard's N for the tool (0: off), and
@@ -245,7 +246,7 @@ func (r *resolver) bindSlow(k bindKey) *binding {
 		b.classify = dep.Classify
 		b.builder = degrade.NewBuilder(string(key), k.name, r.limit, degrade.Extras{Alternatives: dep.Alternatives})
 		if dep.CacheLastGood {
-			b.lastGood = newLastGoodCache(dep.LastGoodEntries)
+			b.lastGood = lastgood.New(dep.LastGoodEntries)
 		}
 	}
 	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, depRepeat, k.name)

@@ -133,9 +133,9 @@ func TestGuardedRunReportsOnceAndRemovesPlainCalls(t *testing.T) {
 				t.Fatalf("pending after AfterTool = %d, want %d", n, len(fill))
 			}
 			if c.lastGood {
-				v, ok := gt.bd.Load().lastGood.load(scopeOf(ctx), nil)
-				if !ok || v.result["record"] != "own" {
-					t.Fatalf("last good = %v, %v; want the tool's own result", v.result, ok)
+				v, ok := gt.bd.Load().lastGood.Load(scopeOf(ctx), nil)
+				if !ok || v.Result["record"] != "own" {
+					t.Fatalf("last good = %v, %v; want the tool's own result", v.Result, ok)
 				}
 			}
 			for _, f := range fill {

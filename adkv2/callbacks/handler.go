@@ -464,8 +464,8 @@ func (h *Handler) shortCircuit(ctx agent.Context, bd *binding, d registry.Decisi
 	n, total := h.ledger.Hit(key, string(bd.key), now)
 	var lg *degrade.LastGood
 	if bd.lastGood != nil {
-		if v, ok := bd.lastGood.load(scopeOf(ctx), args); ok {
-			lg = &degrade.LastGood{Result: v.result, AgeSeconds: int(now.Sub(v.at) / time.Second)}
+		if v, ok := bd.lastGood.Load(scopeOf(ctx), args); ok {
+			lg = &degrade.LastGood{Result: v.Result, AgeSeconds: int(now.Sub(v.At) / time.Second)}
 		}
 	}
 	reason := reasonOf(d.Reason)
@@ -620,7 +620,7 @@ func (h *Handler) reportUnmarked(tk registry.Reservation, bd *binding, o registr
 
 func (h *Handler) storeLastGood(ctx agent.Context, bd *binding, args, result map[string]any) {
 	if bd != nil && bd.lastGood != nil && result != nil {
-		bd.lastGood.store(scopeOf(ctx), args, result, h.clock.Now())
+		bd.lastGood.Store(scopeOf(ctx), args, result, h.clock.Now())
 	}
 }
 
