@@ -97,14 +97,14 @@ func (m assistant) GenerateContent(ctx context.Context, req *model.LLMRequest, _
 			text, o = "Sorry, I could not enrich this profile.", failed
 		}
 		if text == "" {
-			yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
-				genai.NewPartFromFunctionCall("researcher", map[string]any{"request": "Enrich ACME's profile."})}}}, nil)
+			yield(m.bill(ctx, req, &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+				genai.NewPartFromFunctionCall("researcher", map[string]any{"request": "Enrich ACME's profile."})}}}), nil)
 			return
 		}
 		if ts, _ := ctx.Value(turnKey{}).(*turnStats); ts != nil {
 			ts.outcome = o
 		}
-		yield(&model.LLMResponse{Content: genai.NewContentFromText(text, genai.RoleModel), TurnComplete: true}, nil)
+		yield(m.bill(ctx, req, &model.LLMResponse{Content: genai.NewContentFromText(text, genai.RoleModel), TurnComplete: true}), nil)
 	}
 }
 
@@ -155,6 +155,11 @@ func (m researcherModel) GenerateContent(ctx context.Context, req *model.LLMRequ
 
 // runChain plays the chain incident once for one variant.
 func runChain(mode string, v variant) (*result, error) {
+	return runChainEvery(mode, chainTurnEvery, v)
+}
+
+// runChainEvery is runChain with a new user turn every `every`.
+func runChainEvery(mode string, every time.Duration, v variant) (*result, error) {
 	s := newSim()
 	plugins, reg, err := v.plugins(s)
 	if err != nil {
@@ -162,12 +167,13 @@ func runChain(mode string, v variant) (*result, error) {
 	}
 	res := &result{variant: v.name}
 	dep := &dependencySim{s: s, mode: mode, reg: reg, st: depStats{perBucket: make([]int, int(simulated/bucket))}}
+	call := guarded(s, v, dep)
 	var mu sync.Mutex
 	type enrichArgs struct {
 		Company string `json:"company"`
 	}
 	enrich, err := functiontool.New(functiontool.Config{Name: "enrich", Description: "Enrich a company profile from the third-party API."},
-		func(ctx agent.Context, _ enrichArgs) (map[string]any, error) { return dep.call(ctx) })
+		func(ctx agent.Context, _ enrichArgs) (map[string]any, error) { return call(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -181,7 +187,7 @@ func runChain(mode string, v variant) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := replay(s, root, plugins, chainTurnEvery, res); err != nil {
+	if err := replay(s, root, plugins, every, res); err != nil {
 		return nil, err
 	}
 	res.dep = dep.st

@@ -8,6 +8,7 @@
 //	go run ./samples/incident -mode hang -healthy 200ms
 //	go run ./samples/incident -scenario healthy-tail
 //	go run ./samples/incident -scenario chain -mode fast|hang
+//	go run ./samples/incident -scenario baselines
 //
 // Fifteen simulated minutes; a new user turn every 100 ms; the enrichment
 // API (answering in 50 ms, or -healthy, when up) is down from minute 3 to minute 12, hanging until the tool's 5 s
@@ -37,7 +38,7 @@ func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
 	healthy := flag.Duration("healthy", healthyLatency, "the dependency's latency when it is up")
-	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark) or "chain" (the outage behind a sub-agent, -mode)`)
+	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark), "chain" (the outage behind a sub-agent, -mode) or "baselines" (every mode and scenario, against gobreaker and NeMo-style breakers)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
 	// collector saves about a tenth of its CPU for a few MB more heap.
@@ -53,8 +54,13 @@ func main() {
 		}
 	case "chain":
 		err = chainMain(os.Stdout, *mode)
+	case "baselines":
+		var r *baselineResults
+		if r, err = runBaselines(fullBaselines, baselines); err == nil {
+			reportBaselines(os.Stdout, r)
+		}
 	default:
-		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\" or \"chain\", got %q", *scenario)
+		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\", \"chain\" or \"baselines\", got %q", *scenario)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "incident:", err)

@@ -19,6 +19,7 @@ type row struct {
 	llmOutage               int
 	llmPerTurnMean          float64 // turns started during the outage
 	llmPerTurnMax           int
+	tokensPerTurnMean       float64       // prompt + response tokens, turns started during the outage
 	durMean, durP99, durMax time.Duration // turns started during the outage
 	useful, degraded, fail  int           // all turns
 	probes                  int
@@ -33,7 +34,7 @@ func summarise(r *result) row {
 		w.recovery = r.dep.firstOK.Sub(epoch.Add(outageTo))
 	}
 	var durs []time.Duration
-	calls := 0
+	calls, tokens := 0, 0
 	for _, t := range r.turns {
 		switch t.outcome {
 		case useful:
@@ -47,11 +48,13 @@ func summarise(r *result) row {
 			continue
 		}
 		calls += t.llmCalls
+		tokens += t.tokens
 		w.llmPerTurnMax = max(w.llmPerTurnMax, t.llmCalls)
 		durs = append(durs, t.end-t.start)
 	}
 	if len(durs) > 0 {
 		w.llmPerTurnMean = float64(calls) / float64(len(durs))
+		w.tokensPerTurnMean = float64(tokens) / float64(len(durs))
 		var sum time.Duration
 		for _, d := range durs {
 			sum += d

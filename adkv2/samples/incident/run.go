@@ -52,6 +52,9 @@ type variant struct {
 	// reg is the registry whose breaker the dependency reports probes of
 	// (nil: no breaker).
 	plugins func(s *sim) (ps []*adkplugin.Plugin, reg *registry.Registry, err error)
+	// guard, when set, wraps the enrich tool's call in a breaker of the
+	// tool's own (the baselines of -scenario baselines, baselines.go).
+	guard func(s *sim) toolGuard
 }
 
 // incidentPolicy is the incident's breaker: "50% error rate over a 20-call window,
@@ -113,12 +116,15 @@ type result struct {
 	dep     depStats
 	// llmOutage counts model calls made while the dependency was down.
 	llmOutage int
+	// tokensOutage counts the tokens of those calls (tokens.go).
+	tokensOutage int
 }
 
 // turnStats is one user turn.
 type turnStats struct {
 	start, end time.Duration // virtual, from the simulation's start
 	llmCalls   int
+	tokens     int // prompt + response tokens of the turn's model calls (tokens.go)
 	outcome    outcome
 }
 
@@ -153,8 +159,11 @@ type dependencySim struct {
 	mode    string
 	healthy time.Duration // latency when up
 	reg     *registry.Registry
-	mu      sync.Mutex
-	st      depStats
+	// state, when set, reports the state of a breaker that is not the
+	// registry's (a baseline's, baselines.go).
+	state func() registry.State
+	mu    sync.Mutex
+	st    depStats
 }
 
 func (d *dependencySim) call(context.Context) (map[string]any, error) {
@@ -168,6 +177,9 @@ func (d *dependencySim) call(context.Context) (map[string]any, error) {
 		if b, ok := d.reg.Lookup(dependency); ok {
 			state = b.State()
 		}
+	}
+	if d.state != nil {
+		state = d.state()
 	}
 	if state == registry.StateHalfOpen {
 		d.st.probes++
@@ -237,14 +249,14 @@ func (m analyst) GenerateContent(ctx context.Context, req *model.LLMRequest, _ b
 		}
 		text, o := decide(responses)
 		if text == "" {
-			yield(&model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
-				genai.NewPartFromFunctionCall("enrich", map[string]any{"company": "ACME"})}}}, nil)
+			yield(m.bill(ctx, req, &model.LLMResponse{Content: &genai.Content{Role: genai.RoleModel, Parts: []*genai.Part{
+				genai.NewPartFromFunctionCall("enrich", map[string]any{"company": "ACME"})}}}), nil)
 			return
 		}
 		if ts != nil {
 			ts.outcome = o
 		}
-		yield(&model.LLMResponse{Content: genai.NewContentFromText(text, genai.RoleModel), TurnComplete: true}, nil)
+		yield(m.bill(ctx, req, &model.LLMResponse{Content: genai.NewContentFromText(text, genai.RoleModel), TurnComplete: true}), nil)
 	}
 }
 
@@ -276,8 +288,13 @@ func isPayload(m map[string]any) bool {
 }
 
 // run plays the incident once for one variant, the dependency answering in
-// healthy when it is up.
+// healthy when it is up, a new user turn every 100 ms.
 func run(mode string, healthy time.Duration, v variant) (*result, error) {
+	return runEvery(mode, healthy, turnEvery, v)
+}
+
+// runEvery is run with a new user turn every `every`.
+func runEvery(mode string, healthy, every time.Duration, v variant) (*result, error) {
 	s := newSim()
 	plugins, reg, err := v.plugins(s)
 	if err != nil {
@@ -285,12 +302,13 @@ func run(mode string, healthy time.Duration, v variant) (*result, error) {
 	}
 	res := &result{variant: v.name}
 	dep := &dependencySim{s: s, mode: mode, healthy: healthy, reg: reg, st: depStats{perBucket: make([]int, int(simulated/bucket))}}
+	call := guarded(s, v, dep)
 	var mu sync.Mutex
 	type enrichArgs struct {
 		Company string `json:"company"`
 	}
 	enrich, err := functiontool.New(functiontool.Config{Name: "enrich", Description: "Enrich a company profile from the third-party API."},
-		func(ctx agent.Context, _ enrichArgs) (map[string]any, error) { return dep.call(ctx) })
+		func(ctx agent.Context, _ enrichArgs) (map[string]any, error) { return call(ctx) })
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +316,7 @@ func run(mode string, healthy time.Duration, v variant) (*result, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := replay(s, a, plugins, turnEvery, res); err != nil {
+	if err := replay(s, a, plugins, every, res); err != nil {
 		return nil, err
 	}
 	res.dep = dep.st
