@@ -48,7 +48,8 @@ for line in "${lines[@]}"; do
   echo "=== $line: server-everything drills"
   rc=0
   go -C "$abdir" test -count=1 -v -timeout 6m ./internal/realparts/refserver/ >"$log" 2>&1 || rc=$?
-  grep -E '^(REFSERVER|--- (PASS|FAIL|SKIP)|\s+everything_test.go:[0-9]+: [^R])' "$log" | grep -v 'failed probe' | sed "s/^/  $line /" || true
+  grep -E '^--- (PASS|FAIL|SKIP)|^\s+everything_test.go:[0-9]+: ' "$log" | grep -v 'failed probe:' |
+    sed -E "s/^\s+everything_test.go:[0-9]+: (REFSERVER )?/    /; s/^/  $line /" || true
   if grep -q -- '--- SKIP' "$log"; then missing "$line: the drills were skipped"; fi
   pass=$(grep -c -- '^--- PASS' "$log" || true)
   fail=$(grep -c -- '^--- FAIL' "$log" || true)

@@ -353,9 +353,7 @@ func (rig *agentRig) health() mcpguard.ServerHealth { return rig.guard.Health()[
 // report prints one measured line the script collects.
 func report(t *testing.T, format string, args ...any) {
 	t.Helper()
-	line := fmt.Sprintf("REFSERVER %s: %s", t.Name(), fmt.Sprintf(format, args...))
-	t.Log(line)
-	fmt.Println(line)
+	t.Logf("REFSERVER %s: %s", t.Name(), fmt.Sprintf(format, args...))
 }
 
 func echo(s string) map[string]any { return map[string]any{"message": s} }
@@ -457,6 +455,43 @@ func TestHTTPKilledMidCallThenRestartedAfterOutage(t *testing.T) {
 	}
 	if rig.state() != registry.StateClosed {
 		t.Errorf("breaker %v after a successful probe, want closed", rig.state())
+	}
+}
+
+// TestHTTPKilledIdleRestartedAfterOutage: the server dies between calls
+// (no call in flight: the guard's session outlives it), the agent's calls
+// are refused until the breaker opens, and the server restarts on the same
+// port with hold left: the first successful call comes no later than that
+// hold plus 1s, on the first probe.
+func TestHTTPKilledIdleRestartedAfterOutage(t *testing.T) {
+	srv := newHTTPServer(t)
+	srv.start()
+	rig := newAgentRig(t, 2*time.Second, restartOpenFor, mcpguard.StreamableHTTP(srv.url(), nil))
+	ctx := t.Context()
+	if err := rig.guard.Start(ctx); err != nil {
+		t.Fatalf("start: %v", err)
+	}
+	if r := rig.callTool(ctx, "echo", echo("hello")); !r.ok {
+		t.Fatalf("first call: %v", r)
+	}
+	srv.kill()
+	opening := rig.openBreaker(ctx)
+	h := rig.health()
+	report(t, "down: breaker open after %d refused calls; health connected=%v outcome=%s", len(opening), h.Connected, h.Outcome)
+	listened := srv.start()
+	hold := rig.retryAfter()
+	at, failed, shorts, last := rig.untilSuccess(ctx, 30*time.Second)
+	if at.IsZero() {
+		t.Fatalf("no successful call within 30s of the restart (last %v, health %+v)", last, rig.health())
+	}
+	first := at.Sub(listened)
+	report(t, "restarted after the outage: first success %v after listening, hold left %v, %d failed probes, %d short-circuits; breaker %v",
+		first.Round(time.Millisecond), hold.Round(time.Millisecond), failed, shorts, rig.state())
+	if first > hold+time.Second {
+		t.Errorf("first success %v after the server listened, with %v of hold left: want <= hold + 1s", first, hold)
+	}
+	if failed > 0 {
+		t.Errorf("%d probes failed against the restarted server: want the first to close the breaker", failed)
 	}
 }
 
