@@ -4,7 +4,9 @@
 # plain mcptoolset ("bare") and from mcpguard with adkbreaker's plugin, set up
 # as docs/mcp.md shows ("guarded"), on each ADK line. Fails when a scenario
 # passes bare and fails guarded (a scenario failing bare is a go-sdk gap,
-# listed but not failed on).
+# listed but not failed on), or when the guarded client leaves out the
+# MCP-Protocol-Version header (a MUST the suite does not check) on requests
+# after the handshake and the bare one does not.
 #
 #   scripts/realparts/mcp-conformance.sh [v1] [v2]     (default: both lines)
 #
@@ -72,7 +74,21 @@ for line in "${lines[@]}"; do
     n=$(wc -l <"$out.results")
     [ "$n" -gt 0 ] || { tail -n 20 "$out.log" >&2; echo "mcp-conformance: $line $mode: no suite summary" >&2; exit 1; }
     awk '{ printf "  %-45s %s (%d failed checks, %d warnings)\n", $1, $2, $3, $4 }' "$out.results"
+    # The client's own check of a MUST the suite does not check: the
+    # MCP-Protocol-Version header on every request after the handshake.
+    find "$out" -name stderr.txt -exec grep -ho 'HEADERCHECK requests_after_init=[0-9]* missing_protocol_version=[0-9]*' {} + |
+      awk -F'[= ]' '{ r += $3; m += $5 } END { print r + 0, m + 0 }' >"$out.headers"
+    read -r hreq hmiss <"$out.headers"
+    echo "  headers: $hreq requests after the handshake, $hmiss without MCP-Protocol-Version"
   done
+  read -r _ bare_miss <"$work/$line-bare.headers"
+  read -r _ guarded_miss <"$work/$line-guarded.headers"
+  header_note="header ok"
+  if [ "$bare_miss" = 0 ] && [ "$guarded_miss" != 0 ]; then
+    echo "$line: GUARDED OMITS MCP-Protocol-Version on $guarded_miss requests (bare on none)"
+    header_note="MCP-Protocol-Version missing on $guarded_miss guarded requests"
+    status=1
+  fi
   bare_pass=$(awk '$2 == "pass"' "$work/$line-bare.results" | wc -l)
   guarded_pass=$(awk '$2 == "pass"' "$work/$line-guarded.results" | wc -l)
   total=$(wc -l <"$work/$line-bare.results")
@@ -86,7 +102,7 @@ for line in "${lines[@]}"; do
     echo "$line: PASS BARE, FAIL GUARDED: $regs$missing_guarded"
     status=1
   fi
-  summary+=("$line: bare $bare_pass/$total, guarded $guarded_pass/$total; passes bare, fails guarded: ${regs:-none}${missing_guarded:+ (no result guarded: $missing_guarded)} [$((SECONDS - lt0))s]")
+  summary+=("$line: bare $bare_pass/$total, guarded $guarded_pass/$total; passes bare, fails guarded: ${regs:-none}${missing_guarded:+ (no result guarded: $missing_guarded)}; $header_note [$((SECONDS - lt0))s]")
 done
 for s in "${summary[@]}"; do echo "mcp-conformance: $s"; done
 echo "mcp-conformance: $([ $status = 0 ] && echo PASS || echo FAIL) in $((SECONDS - t0))s"

@@ -10,7 +10,10 @@
 // The suite sets MCP_CONFORMANCE_SCENARIO (and, for some scenarios,
 // MCP_CONFORMANCE_CONTEXT, JSON). The model calls the scenario's tool once
 // (none for "initialize": the agent lists the tools and answers); the
-// program exits 1 when the listing or the call failed.
+// program exits 1 when the listing or the call failed. It logs one line
+// "HEADERCHECK requests_after_init=N missing_protocol_version=M": the spec
+// says every request after initialization MUST carry MCP-Protocol-Version,
+// which the suite does not check.
 package main
 
 import (
@@ -23,6 +26,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -86,13 +90,65 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
-	if err := run(ctx, *mode, serverURL, sc, confCtx); err != nil {
+	hc := &headerCheck{}
+	err := run(ctx, *mode, serverURL, sc, confCtx, &http.Client{Transport: hc})
+	after, missing := hc.counts()
+	// The spec's MUST that the suite does not check: every HTTP request
+	// after initialization carries MCP-Protocol-Version.
+	log.Printf("HEADERCHECK requests_after_init=%d missing_protocol_version=%d", after, missing)
+	if err != nil {
 		log.Fatalf("scenario %q (%s): %v", name, *mode, err)
 	}
 	log.Printf("scenario %q (%s): ok", name, *mode)
 }
 
-func run(ctx context.Context, mode, serverURL string, sc scenario, confCtx map[string]any) error {
+// headerCheck is the client's HTTP transport: it counts the requests sent
+// after a handshake request (initialize, or server/discover of the
+// sessionless protocol) was answered, and those of them without the
+// MCP-Protocol-Version header.
+type headerCheck struct {
+	mu                    sync.Mutex
+	initialized           bool
+	afterInit, noProtocol int
+}
+
+func (h *headerCheck) RoundTrip(req *http.Request) (*http.Response, error) {
+	isInit := false
+	if req.Method == http.MethodPost && req.Body != nil && req.GetBody != nil {
+		if body, err := req.GetBody(); err == nil {
+			var m struct {
+				Method string `json:"method"`
+			}
+			if json.NewDecoder(body).Decode(&m) == nil && (m.Method == "initialize" || m.Method == "server/discover") {
+				isInit = true
+			}
+			body.Close()
+		}
+	}
+	h.mu.Lock()
+	if h.initialized && !isInit {
+		h.afterInit++
+		if req.Header.Get("MCP-Protocol-Version") == "" {
+			h.noProtocol++
+		}
+	}
+	h.mu.Unlock()
+	resp, err := http.DefaultTransport.RoundTrip(req)
+	if isInit && err == nil && resp.StatusCode/100 == 2 {
+		h.mu.Lock()
+		h.initialized = true
+		h.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (h *headerCheck) counts() (after, missing int) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.afterInit, h.noProtocol
+}
+
+func run(ctx context.Context, mode, serverURL string, sc scenario, confCtx map[string]any, hc *http.Client) error {
 	var oauth auth.OAuthHandler
 	if sc.auth {
 		h, err := oauthHandler(confCtx)
@@ -113,7 +169,7 @@ func run(ctx context.Context, mode, serverURL string, sc scenario, confCtx map[s
 		}
 		client := mcp.NewClient(&mcp.Implementation{Name: "adk-bare", Version: "v1"}, opts)
 		set, err := mcptoolset.New(mcptoolset.Config{Client: client,
-			Transport: &mcp.StreamableClientTransport{Endpoint: serverURL, OAuthHandler: oauth}})
+			Transport: &mcp.StreamableClientTransport{Endpoint: serverURL, HTTPClient: hc, OAuthHandler: oauth}})
 		if err != nil {
 			return err
 		}
@@ -123,7 +179,7 @@ func run(ctx context.Context, mode, serverURL string, sc scenario, confCtx map[s
 		// the OAuth handler the auth scenarios need (StreamableHTTP takes
 		// none). mcpguard.Server offers no elicitation handler.
 		servers := []mcpguard.Server{{Name: "conformance", Required: true, Dial: func(context.Context) (mcp.Transport, error) {
-			return &mcp.StreamableClientTransport{Endpoint: serverURL, HTTPClient: mcpguard.HTTPClient(nil),
+			return &mcp.StreamableClientTransport{Endpoint: serverURL, HTTPClient: mcpguard.HTTPClient(hc),
 				DisableStandaloneSSE: true, OAuthHandler: oauth}, nil
 		}}}
 		reg := registry.MustNew(mcpguard.RegistryOptions(servers...)...)
