@@ -133,7 +133,9 @@ EOF
   gofmt -l "$rn" >/dev/null
 
   # adkbreaker from this checkout; its requirement on ADK is the main module.
-  (cd "$dst" && go mod edit -require="$abmod@v0.0.0-00010101000000-000000000000" -replace="$abmod=$abdir")
+  major=v0
+  [[ "$abmod" =~ /(v[2-9][0-9]*)$ ]] && major=${BASH_REMATCH[1]}
+  (cd "$dst" && go mod edit -require="$abmod@$major.0.0-00010101000000-000000000000" -replace="$abmod=$abdir")
 
   # An init file in every chosen package whose test binary links the runner.
   list=$(cd "$dst" && go list $pkgs)
