@@ -286,6 +286,13 @@ func (t *AgentTool) DisplayResultOnSkipSummarization() bool {
 	return ok && d.DisplayResultOnSkipSummarization()
 }
 
+// DefersResponse delegates to ADK's agent tool, where it has the method
+// (ADK v2 asks it of the tool a call ran; see GuardedTool.DefersResponse).
+func (t *AgentTool) DefersResponse() bool {
+	d, ok := t.inner.(interface{ DefersResponse() bool })
+	return ok && d.DefersResponse()
+}
+
 // Declaration returns ADK's agent tool's declaration.
 func (t *AgentTool) Declaration() *genai.FunctionDeclaration {
 	if d, ok := t.inner.(interface {

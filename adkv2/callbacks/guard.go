@@ -101,6 +101,23 @@ func (s *guardedToolset) Tools(ctx agent.ReadonlyContext) ([]tool.Tool, error) {
 	return out, nil
 }
 
+// ProcessRequest passes the request to the toolset's own ProcessRequest,
+// where it has one (ADK runs it for every toolset of an agent that
+// implements it, e.g. ADK v2's skill toolset); otherwise it does nothing,
+// as ADK does for a toolset without it.
+func (s *guardedToolset) ProcessRequest(ctx agent.Context, req *model.LLMRequest) error {
+	rp, ok := s.Toolset.(interface {
+		ProcessRequest(agent.Context, *model.LLMRequest) error
+	})
+	if !ok {
+		return nil
+	}
+	return rp.ProcessRequest(ctx, req)
+}
+
+// Unwrap returns the toolset inside.
+func (s *guardedToolset) Unwrap() tool.Toolset { return s.Toolset }
+
 // Unwrap returns the guarded tool.
 func (g *GuardedTool) Unwrap() tool.Tool { return g.inner }
 
@@ -141,6 +158,15 @@ func (g *GuardedTool) DependencyKey() string {
 func (g *GuardedTool) DisplayResultOnSkipSummarization() bool {
 	d, ok := g.inner.(interface{ DisplayResultOnSkipSummarization() bool })
 	return ok && d.DisplayResultOnSkipSummarization()
+}
+
+// DefersResponse delegates to the tool. ADK v2 asks it of the tool a call
+// ran (toolinternal.ResponseDeferrer): a tool that defers its response and
+// returns no result gets no function response from the flow (ADK v2's task
+// agent tool, whose response the task sub-agent gives). ADK v1 does not ask.
+func (g *GuardedTool) DefersResponse() bool {
+	d, ok := g.inner.(interface{ DefersResponse() bool })
+	return ok && d.DefersResponse()
 }
 
 // ProcessRequest declares the tool to the model as itself, so that ADK

@@ -1,0 +1,38 @@
+//go:build ignore
+
+package main
+
+import (
+	"context"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
+)
+
+// oauthHandler is the go-sdk's authorization-code handler as its own
+// conformance client sets it up (go-sdk v1.8.0, the ADK v2 line).
+func oauthHandler(confCtx map[string]any) (auth.OAuthHandler, error) {
+	cfg := &auth.AuthorizationCodeHandlerConfig{
+		RedirectURL: "http://localhost:3000/callback",
+		AuthorizationCodeFetcher: func(ctx context.Context, args *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+			code, state, iss, err := fetchCode(ctx, args.URL)
+			if err != nil {
+				return nil, err
+			}
+			return &auth.AuthorizationResult{Code: code, State: state, Iss: iss}, nil
+		},
+		ClientIDMetadataDocumentConfig: &auth.ClientIDMetadataDocumentConfig{URL: "https://conformance-test.local/client-metadata.json"},
+		DynamicClientRegistrationConfig: &auth.DynamicClientRegistrationConfig{
+			Metadata: &oauthex.ClientRegistrationMetadata{RedirectURIs: []string{"http://localhost:3000/callback"}},
+		},
+	}
+	if id, ok := confCtx["client_id"].(string); ok {
+		if secret, ok := confCtx["client_secret"].(string); ok {
+			cfg.PreregisteredClient = &oauthex.ClientCredentials{
+				ClientID:         id,
+				ClientSecretAuth: &oauthex.ClientSecretAuth{ClientSecret: secret},
+			}
+		}
+	}
+	return auth.NewAuthorizationCodeHandler(cfg)
+}
