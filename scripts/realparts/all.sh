@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # CI step: adkbreaker against parts others wrote, on both ADK lines
-# (scripts/realparts/): the MCP conformance suite's client scenarios bare and
+# (this directory): the MCP conformance suite's client scenarios bare and
 # guarded, the npm reference server killed, frozen and restarted, and ADK Go's
 # own tests with the plugin on every runner. Each part prints a summary line;
 # this step fails when any part fails. The timing-sensitive parts run first,
 # alone; ADK's own tests (compile-heavy) after them.
 #   REALPARTS_SKIP="adk-own-tests ..."  leave parts out (local runs)
 # The npm parts are cached in REALPARTS_NPM_DIR (see scripts/realparts/npm-parts.sh):
-# keep that folder between CI runs. v2/ must be generated (CI checks it is).
+# keep that folder between CI runs. adkv2/ must be generated (CI checks it is).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 status=0
