@@ -179,10 +179,13 @@ func run(ctx context.Context, mode, serverURL string, sc scenario, confCtx map[s
 	case "guarded":
 		// As docs/mcp.md shows; the Dial is mcpguard.StreamableHTTP's, with
 		// the OAuth handler the auth scenarios need (StreamableHTTP takes
-		// none). mcpguard.Server offers no elicitation handler.
-		servers := []mcpguard.Server{{Name: "conformance", Required: true, Dial: func(context.Context) (mcp.Transport, error) {
-			return &mcp.StreamableClientTransport{Endpoint: serverURL, HTTPClient: mcpguard.HTTPClient(hc),
-				DisableStandaloneSSE: true, OAuthHandler: oauth}, nil
+		// none), and the same client handlers as the bare client.
+		var opts *mcp.ClientOptions
+		if sc.elicit {
+			opts = &mcp.ClientOptions{ElicitationHandler: acceptDefaults}
+		}
+		servers := []mcpguard.Server{{Name: "conformance", Required: true, Client: opts, Dial: func(context.Context) (mcp.Transport, error) {
+			return &mcp.StreamableClientTransport{Endpoint: serverURL, HTTPClient: mcpguard.HTTPClient(hc), OAuthHandler: oauth}, nil
 		}}}
 		reg := registry.MustNew(mcpguard.RegistryOptions(servers...)...)
 		g, err := mcpguard.New(reg, servers)
