@@ -156,7 +156,7 @@ import (
 	adkplugin "$adkmod/plugin"
 	"$adkmod/internal/plughook"
 
-	breaker "$abmod/plugin"
+	"$abmod/breaker"
 )
 
 // With ADKBREAKER_PLUGHOOK=1 every runner this test binary builds has
