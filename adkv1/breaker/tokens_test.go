@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"testing"
 
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/adk/agent"
 	"google.golang.org/adk/agent/llmagent"
 	"google.golang.org/adk/model"
@@ -55,8 +56,10 @@ func (c *costLog) events() []observe.TurnCostEvent {
 func TestTokenBudgetEndsAStubbornModelInAnOutage(t *testing.T) {
 	const perCall, budget = 1000, 2500
 	costs := &costLog{}
+	reader := sdkmetric.NewManualReader()
 	e := newEnv(t, scripted.Costing(loopForever, 600, 400),
-		breaker.WithTokenBudget(budget), breaker.WithTurnLimit(100), breaker.WithCostObserver(costs))
+		breaker.WithTokenBudget(budget), breaker.WithTurnLimit(100), breaker.WithCostObserver(costs),
+		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err := e.reg.Isolate("billing-api"); err != nil {
 		t.Fatal(err)
 	}
@@ -80,6 +83,13 @@ func TestTokenBudgetEndsAStubbornModelInAnOutage(t *testing.T) {
 	got := costs.events()
 	if len(got) != 1 || got[0].Tokens != 3*perCall || !got[0].ShortCircuit || got[0].Met() != observe.MetShortCircuit {
 		t.Fatalf("turn costs = %+v, want one of 3000 tokens that met a short-circuit", got)
+	}
+	m := metrics(t, reader)
+	if got := m["adkbreaker.outage.tokens"]["met=short_circuit"]; got != 3*perCall {
+		t.Fatalf("adkbreaker.outage.tokens = %v, want 3000 (met=short_circuit)", m["adkbreaker.outage.tokens"])
+	}
+	if got := m["adkbreaker.turns_ended"]["reason=token_budget"]; got != 1 {
+		t.Fatalf("turns_ended = %v", m["adkbreaker.turns_ended"])
 	}
 	e.assertNoPending()
 	// The next turn has a budget of its own.
