@@ -27,6 +27,7 @@ import (
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/statuspage"
 )
 
 // costLog records the turn costs the plugin reports.
@@ -57,8 +58,9 @@ func TestTokenBudgetEndsAStubbornModelInAnOutage(t *testing.T) {
 	const perCall, budget = 1000, 2500
 	costs := &costLog{}
 	reader := sdkmetric.NewManualReader()
+	tally := statuspage.NewTurnCosts(nil) // the status page's figure
 	e := newEnv(t, scripted.Costing(loopForever, 600, 400),
-		breaker.WithTokenBudget(budget), breaker.WithTurnLimit(100), breaker.WithCostObserver(costs),
+		breaker.WithTokenBudget(budget), breaker.WithTurnLimit(100), breaker.WithCostObserver(costs), breaker.WithCostObserver(tally),
 		breaker.WithMeterProvider(sdkmetric.NewMeterProvider(sdkmetric.WithReader(reader))))
 	if err := e.reg.Isolate("billing-api"); err != nil {
 		t.Fatal(err)
@@ -83,6 +85,9 @@ func TestTokenBudgetEndsAStubbornModelInAnOutage(t *testing.T) {
 	got := costs.events()
 	if len(got) != 1 || got[0].Tokens != 3*perCall || !got[0].ShortCircuit || got[0].Met() != observe.MetShortCircuit {
 		t.Fatalf("turn costs = %+v, want one of 3000 tokens that met a short-circuit", got)
+	}
+	if c := tally.LastHour(); c.OutageTokens != 3*perCall || c.OutageTurns != 1 {
+		t.Fatalf("status page tally = %+v, want 3000 outage tokens in 1 turn", c)
 	}
 	m := metrics(t, reader)
 	if got := m["adkbreaker.outage.tokens"]["met=short_circuit"]; got != 3*perCall {
