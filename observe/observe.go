@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
@@ -187,7 +188,8 @@ type TurnCostEvent struct {
 	// than the first (failover.AttrFailoverFrom was set).
 	Failover bool
 	// Stall: a model response of the turn failed over because an endpoint
-	// stalled (failover reason "stall").
+	// stalled (failover reason "stall"), or a model call ended because its
+	// endpoint stalled after the first chunk (ErrModelStall).
 	Stall bool
 }
 
@@ -206,3 +208,9 @@ func (ev TurnCostEvent) Met() string {
 	}
 	return ""
 }
+
+// ErrModelStall matches (errors.Is) the error of a model call that ended
+// because its endpoint stalled after streaming part of the answer
+// (failover.ErrStall is this error). The plugin marks the turn as having
+// met a stall (TurnCostEvent.Stall).
+var ErrModelStall = errors.New("failover: model endpoint stalled")

@@ -2,11 +2,14 @@ package breaker_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"iter"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 	"google.golang.org/adk/agent"
@@ -249,4 +252,59 @@ func TestTurnCostStreamingCountsOnce(t *testing.T) {
 		t.Fatalf("turn costs = %+v, want one of 42 tokens", got)
 	}
 	e.assertNoPending()
+}
+
+// stallingLLM streams one chunk and then ends the call with the error a
+// failover model gives a stall after the first chunk.
+type stallingLLM struct{}
+
+func (stallingLLM) Name() string { return "stalling" }
+func (stallingLLM) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		if !yield(&model.LLMResponse{Content: genai.NewContentFromText("The invoice is", genai.RoleModel), Partial: true}, nil) {
+			return
+		}
+		yield(nil, &failover.StallError{Endpoint: "model:primary", Model: "m", Phase: failover.StallIdle, Deadline: time.Minute, Chunks: 1, Parts: 1, TextBytes: 14})
+	}
+}
+
+// TestTurnCostMidstreamStall: a model call that ended in a stall after its
+// first chunk (failover.StallError, which answers no response ADK shows
+// the after-model callbacks) marks the turn as having met a stall; the
+// error still reaches the caller unchanged.
+func TestTurnCostMidstreamStall(t *testing.T) {
+	costs := &costLog{}
+	h, err := breaker.NewHandler(breaker.WithCostObserver(costs))
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := breaker.FromHandler(h, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a, err := llmagent.New(llmagent.Config{Name: "assistant", Model: stallingLLM{}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r, err := runner.New(runner.Config{AppName: "stall", Agent: a, SessionService: session.InMemoryService(), AutoCreateSession: true,
+		PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var runErr error
+	for _, err := range r.Run(t.Context(), "u", "s1", genai.NewContentFromText("hi", genai.RoleUser), agent.RunConfig{StreamingMode: agent.StreamingModeSSE}) {
+		if err != nil && runErr == nil {
+			runErr = err
+		}
+	}
+	if !errors.Is(runErr, failover.ErrStall) {
+		t.Fatalf("run error = %v, want the stall", runErr)
+	}
+	got := costs.events()
+	if len(got) != 1 || !got[0].Stall || got[0].Met() != observe.MetStall {
+		t.Fatalf("turn costs = %+v, want one turn that met a stall", got)
+	}
+	if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+		t.Fatalf("per-invocation state left behind: %d tickets, %d invocations", tk, inv)
+	}
 }

@@ -82,7 +82,8 @@
 // AfterModel adds the usage metadata of every complete model response to
 // its root turn (sub-runs behind agent tools count in their root's), with
 // what a failover model wrote in the response's metadata (a failover, a
-// stall, no endpoint left). BeforeModel ends the turn at the next model call
+// stall, no endpoint left); OnModelError marks a call that ended in a stall
+// after its first chunk (observe.ErrModelStall). BeforeModel ends the turn at the next model call
 // once the budget is spent (TurnEndTokenBudget); the root run's AfterRun
 // reports the turn's cost (TurnCostEvent) and frees it with the rest.
 //

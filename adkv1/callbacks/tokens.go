@@ -1,6 +1,7 @@
 package callbacks
 
 import (
+	"errors"
 	"reflect"
 
 	"google.golang.org/adk/agent"
@@ -137,4 +138,17 @@ func costObserverOf(o Observer) CostObserver {
 		return nil
 	}
 	return co
+}
+
+// OnModelError marks the root turn as having met a stall when a model call
+// ended because its endpoint stalled after its first chunk
+// (observe.ErrModelStall; a stall before it fails over, and the answering
+// response says so). It changes nothing: it always returns (nil, nil), so
+// the error goes on as it is.
+func (h *Handler) OnModelError(ctx agent.CallbackContext, _ *model.LLMRequest, err error) (*model.LLMResponse, error) {
+	if err != nil && h.countsTokens() && errors.Is(err, observe.ErrModelStall) {
+		inv, _ := chainOf(ctx, ctx.InvocationID())
+		h.ledger.AddTokens(inv, 0, markStall, h.clock.Now())
+	}
+	return nil, nil
 }
