@@ -46,6 +46,11 @@ type Defaults struct {
 	// call after the MaxModelCalls-th is answered by the plugin with a final
 	// answer. 0 means no limit.
 	MaxModelCalls int `json:"max_model_calls,omitempty" yaml:"max_model_calls,omitempty"`
+	// MaxTurnTokens is the turn budget in tokens per root turn, counted
+	// from the usage metadata of every model response (sub-agents reached
+	// through agent tools included): once spent, the next model call is
+	// answered by the plugin with a final answer. 0 means no limit.
+	MaxTurnTokens int `json:"max_turn_tokens,omitempty" yaml:"max_turn_tokens,omitempty"`
 	// MaxTurnDuration is the turn budget in time per invocation, from the
 	// start of the run: the first model call at or after it is answered by
 	// the plugin with a final answer. 0 means no limit.
@@ -329,6 +334,9 @@ func (c *File) validate() problems {
 	}
 	if d.MaxModelCalls < 0 {
 		ps.add("defaults.max_model_calls", "must be ≥ 0, got %d", d.MaxModelCalls)
+	}
+	if d.MaxTurnTokens < 0 {
+		ps.add("defaults.max_turn_tokens", "must be ≥ 0, got %d", d.MaxTurnTokens)
 	}
 	if d.MaxTurnDuration < 0 {
 		ps.add("defaults.max_turn_duration", "must be ≥ 0, got %s", d.MaxTurnDuration)

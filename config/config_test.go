@@ -872,8 +872,8 @@ func TestTurnBudgetFields(t *testing.T) {
 		src    string
 		format config.Format
 	}{
-		{"version: 1\ndefaults:\n  max_model_calls: -1\n  max_turn_duration: -2s\n  turn_limit: -1\n", config.YAML},
-		{`{"version": 1, "defaults": {"max_model_calls": -1, "max_turn_duration": "-2s", "turn_limit": -1}}`, config.JSON},
+		{"version: 1\ndefaults:\n  max_model_calls: -1\n  max_turn_duration: -2s\n  turn_limit: -1\n  max_turn_tokens: -5\n", config.YAML},
+		{`{"version": 1, "defaults": {"max_model_calls": -1, "max_turn_duration": "-2s", "turn_limit": -1, "max_turn_tokens": -5}}`, config.JSON},
 	} {
 		_, err := config.Parse([]byte(tc.src), tc.format)
 		ps := problems(t, err)
@@ -881,13 +881,14 @@ func TestTurnBudgetFields(t *testing.T) {
 			"defaults.max_model_calls":   "must be ≥ 0, got -1",
 			"defaults.max_turn_duration": "must be ≥ 0, got -2s",
 			"defaults.turn_limit":        "must be ≥ 0, got -1",
+			"defaults.max_turn_tokens":   "must be ≥ 0, got -5",
 		} {
 			if p := find(t, ps, path); !strings.Contains(p.Message, msg) {
 				t.Errorf("%s %s: %q, want %q", tc.format, path, p.Message, msg)
 			}
 		}
-		if len(ps) != 3 {
-			t.Errorf("%s: %d problems, want 3:\n%s", tc.format, len(ps), list(ps))
+		if len(ps) != 4 {
+			t.Errorf("%s: %d problems, want 4:\n%s", tc.format, len(ps), list(ps))
 		}
 	}
 }

@@ -3,6 +3,7 @@ package degrade
 import (
 	"cmp"
 	"hash/maphash"
+	"math"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -76,6 +77,8 @@ type invEntry struct {
 	total   int        // guarded by the shard's mu
 	ended   bool       // guarded by the shard's mu; see End
 	calls   int        // guarded by the shard's mu; model calls, see ModelCall
+	tokens  int64      // guarded by the shard's mu; see AddTokens
+	marks   uint32     // guarded by the shard's mu; see AddTokens
 	deps    []DepCount // guarded by the shard's mu; few, so searched linearly
 }
 
@@ -245,6 +248,10 @@ type Usage struct {
 	Total int
 	// Ended reports whether End was called.
 	Ended bool
+	// Tokens is the sum of the tokens counted by AddTokens.
+	Tokens int64
+	// Marks is the union of the marks set by AddTokens (the caller's bits).
+	Marks uint32
 }
 
 // Begin creates inv's entry, dated now, if it has none, so that the
@@ -264,7 +271,24 @@ func (l *Ledger) ModelCall(inv string, now time.Time) Usage {
 	if !e.ended {
 		e.calls++
 	}
-	return Usage{Started: e.created, ModelCalls: e.calls, Total: e.total, Ended: e.ended}
+	return e.usage()
+}
+
+func (e *invEntry) usage() Usage {
+	return Usage{Started: e.created, ModelCalls: e.calls, Total: e.total, Ended: e.ended, Tokens: e.tokens, Marks: e.marks}
+}
+
+// AddTokens adds n tokens (negative n counts 0) and the caller's marks to
+// inv, creating its entry dated now if it has none, and returns inv's usage
+// including them. Tokens are counted after End too: they were spent.
+func (l *Ledger) AddTokens(inv string, n int64, marks uint32, now time.Time) Usage {
+	s, e := l.lockedOrCreate(inv, now)
+	defer s.mu.Unlock()
+	if n > 0 {
+		e.tokens += min(n, math.MaxInt64-e.tokens) // saturates
+	}
+	e.marks |= marks
+	return e.usage()
 }
 
 // UsageOf returns inv's usage and whether inv has an entry. It does not
@@ -275,7 +299,7 @@ func (l *Ledger) UsageOf(inv string) (Usage, bool) {
 	if e == nil {
 		return Usage{}, false
 	}
-	return Usage{Started: e.created, ModelCalls: e.calls, Total: e.total, Ended: e.ended}, true
+	return e.usage(), true
 }
 
 // Count returns the number of short-circuits of dep counted for inv.

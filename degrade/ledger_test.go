@@ -2,6 +2,7 @@ package degrade_test
 
 import (
 	"fmt"
+	"math"
 	"slices"
 	"sync"
 	"testing"
@@ -307,4 +308,29 @@ func BenchmarkLedgerHit(b *testing.B) {
 			l.Release(inv)
 		}
 	})
+}
+
+// TestLedgerAddTokens: tokens and marks add up per invocation, a negative
+// count adds nothing, the sum saturates instead of wrapping, tokens spent
+// after End still count, and Release drops them with the rest.
+func TestLedgerAddTokens(t *testing.T) {
+	l := degrade.NewLedger(degrade.LedgerOptions{})
+	now := time.Unix(1_700_000_000, 0)
+	l.AddTokens("inv", 1000, 1, now)
+	l.AddTokens("inv", -5, 0, now)
+	l.End("inv", now)
+	u := l.AddTokens("inv", 500, 4, now)
+	if u.Tokens != 1500 || u.Marks != 5 || !u.Ended {
+		t.Fatalf("usage = %+v, want 1500 tokens, marks 5, ended", u)
+	}
+	if u := l.AddTokens("inv", math.MaxInt64, 0, now); u.Tokens != math.MaxInt64 {
+		t.Fatalf("tokens = %d, want saturated at MaxInt64", u.Tokens)
+	}
+	if u, _ := l.UsageOf("other"); u.Tokens != 0 {
+		t.Fatalf("another invocation has %d tokens", u.Tokens)
+	}
+	l.Release("inv")
+	if _, ok := l.UsageOf("inv"); ok || l.Len() != 0 {
+		t.Fatalf("entry left after Release: len %d", l.Len())
+	}
 }

@@ -2,6 +2,7 @@ package observe
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
@@ -147,3 +148,69 @@ type RepeatEvent struct {
 	// goes on. The event says what the guard would have done.
 	Shadow bool
 }
+
+// TurnEndTokenBudget: the root turn's model responses reported
+// MaxTurnTokens tokens or more (callbacks.Config.MaxTurnTokens), sub-agents
+// reached through agent tools included.
+const TurnEndTokenBudget TurnEndReason = "token_budget"
+
+// CostObserver is implemented by Observers that also want what each root
+// turn cost in tokens (the outage cost). Like MismatchObserver it is found
+// by a type assertion; the handler counts tokens only when its Observer
+// implements it or a token budget is set.
+type CostObserver interface {
+	TurnCost(ctx context.Context, ev TurnCostEvent)
+}
+
+// What a turn met, as TurnCostEvent.Met names it (the `met` attribute of
+// the outage-cost metric).
+const (
+	MetShortCircuit = "short_circuit"
+	MetStall        = "stall"
+	MetFailover     = "failover"
+)
+
+// TurnCostEvent is sent once per root turn, when its run ends (AfterRun of
+// the root invocation): the tokens its model responses reported, sub-agents
+// reached through agent tools included, and what the turn met.
+type TurnCostEvent struct {
+	InvocationID string
+	// Tokens is the sum over the turn's complete (non-partial) model
+	// responses of their usage metadata: the total token count, or else
+	// prompt + candidates + thoughts (+ tool-use prompt). Responses without
+	// usage metadata (the plugin's own final answers) count 0.
+	Tokens int64
+	// ShortCircuit: a call of the turn was refused by an open breaker (a
+	// tool's, or every model endpoint's), or a failover model answered that
+	// no endpoint could.
+	ShortCircuit bool
+	// Failover: a model response of the turn came from an endpoint other
+	// than the first (failover.AttrFailoverFrom was set).
+	Failover bool
+	// Stall: a model response of the turn failed over because an endpoint
+	// stalled (failover reason "stall"), or a model call ended because its
+	// endpoint stalled after the first chunk (ErrModelStall).
+	Stall bool
+}
+
+// Met names what the turn met, for the `met` attribute: MetShortCircuit,
+// else MetStall, else MetFailover (one value per turn, so that summing
+// over `met` counts each turn's tokens once), or "" for a turn that met
+// none of them.
+func (ev TurnCostEvent) Met() string {
+	switch {
+	case ev.ShortCircuit:
+		return MetShortCircuit
+	case ev.Stall:
+		return MetStall
+	case ev.Failover:
+		return MetFailover
+	}
+	return ""
+}
+
+// ErrModelStall matches (errors.Is) the error of a model call that ended
+// because its endpoint stalled after streaming part of the answer
+// (failover.ErrStall is this error). The plugin marks the turn as having
+// met a stall (TurnCostEvent.Stall).
+var ErrModelStall = errors.New("failover: model endpoint stalled")

@@ -33,7 +33,9 @@
 // its fleet state and counters on the page with WithFleet(f.Status); a
 // failover model shows its endpoints' adaptive throttles with
 // WithThrottles(m.ThrottleOf); WithTools names the tools behind each
-// dependency. Those options take funcs of plain types, so this package
+// dependency; WithTurnCosts shows the tokens spent on turns that met an
+// unavailable dependency in the last hour, from a TurnCosts the plugin
+// fills (breaker.WithCostObserver). Those options take funcs of plain types, so this package
 // depends on neither.
 //
 // For an incident the page shows an isolated dependency apart from an open

@@ -32,6 +32,9 @@ type Document struct {
 	Actions ActionsInfo `json:"actions"`
 	// Fleet is this replica's fleet sharing (WithFleet); absent without it.
 	Fleet *Fleet `json:"fleet,omitempty"`
+	// Cost is what the agent's turns cost in tokens over the last hour
+	// (WithTurnCosts); absent without it.
+	Cost *Cost `json:"cost,omitempty"`
 }
 
 // Dependency is one breaker's state.
@@ -184,6 +187,7 @@ func (h *Handler) Document() Document {
 		DroppedTransitions: h.reg.DroppedTransitions(),
 		Actions:            ActionsInfo{Enabled: h.o.actions},
 		Fleet:              h.fleetSection(),
+		Cost:               h.costSection(),
 	}
 	for _, s := range snap {
 		if s.State != registry.StateClosed {

@@ -50,6 +50,9 @@ type options struct {
 
 	throttles    []ThrottleSource
 	throttleErrs []error
+
+	costs   *TurnCosts // cost.go
+	costErr error
 }
 
 // WithHistory sets how many recent transitions are kept for the page's
@@ -179,6 +182,9 @@ func New(reg *registry.Registry, opts ...Option) (*Handler, error) {
 	}
 	errs = append(errs, o.toolsErrs...)
 	errs = append(errs, o.throttleErrs...)
+	if o.costErr != nil {
+		errs = append(errs, o.costErr)
+	}
 	if len(o.title) > 200 {
 		errs = append(errs, errors.New("statuspage: title longer than 200 bytes"))
 	}

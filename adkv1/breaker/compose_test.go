@@ -13,12 +13,12 @@ import (
 	"google.golang.org/adk/runner"
 	"google.golang.org/adk/session"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
+	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/fakebackend"
-	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
-	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

@@ -23,9 +23,9 @@ import (
 	"google.golang.org/adk/tool/functiontool"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/callbacks"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
-	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )

@@ -15,8 +15,8 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
-	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
+	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 )
 
 // deferringTool is a function tool that may defer its response (ADK v2's

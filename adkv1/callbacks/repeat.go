@@ -189,6 +189,9 @@ func (h *Handler) countCalls(ctx agent.CallbackContext, resp *model.LLMResponse)
 func (h *Handler) AfterModel(ctx agent.CallbackContext, resp *model.LLMResponse, err error) (*model.LLMResponse, error) {
 	if err == nil {
 		defer func() { _ = recover() }() // a fault here must not fail the model call
+		if h.countsTokens() {
+			h.countTokens(ctx, resp) // tokens.go
+		}
 		h.countCalls(ctx, resp)
 	}
 	return nil, nil

@@ -2,7 +2,6 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/adk/model"
 
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -50,8 +50,10 @@ const (
 	StallIdle StallPhase = "idle"
 )
 
-// ErrStall matches (errors.Is) every *StallError.
-var ErrStall = errors.New("failover: model endpoint stalled")
+// ErrStall matches (errors.Is) every *StallError. It is
+// observe.ErrModelStall, so that the plugin (package callbacks, which this
+// package imports) knows a model call that ended in a stall.
+var ErrStall = observe.ErrModelStall
 
 // StallError is the error of an endpoint call that stalled: the endpoint
 // accepted the call and then produced no content part within a stall

@@ -7,9 +7,9 @@ import (
 	"testing"
 	"testing/synctest"
 
-	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

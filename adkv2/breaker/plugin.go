@@ -14,6 +14,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/adkv2/callbacks"
 	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -39,6 +40,8 @@ type settings struct {
 	tel         *telemetryConfig // telemetry.go; nil when off
 	// noBreakerLog turns the transition and failure lines off (logging.go).
 	noBreakerLog bool
+	// costs receive turn costs (cost.go).
+	costs []observe.CostObserver
 }
 
 // WithName sets the plugin name (ADK requires unique names). Default "adkbreaker".
@@ -140,6 +143,16 @@ func WithTurnBudget(maxModelCalls int, maxDuration time.Duration) Option {
 	return optionFunc(func(s *settings) { s.cb.MaxModelCalls, s.cb.MaxTurnDuration = maxModelCalls, maxDuration })
 }
 
+// WithTokenBudget bounds every root turn in tokens: once the usage
+// metadata of its model responses (sub-agents reached through agent tools
+// included) adds up to maxTurnTokens or more, BeforeModel answers the next
+// model call itself with the turn budget's final answer (reason
+// token_budget), so a turn spends at most one model call past the budget.
+// 0 means no limit (the default). File key: defaults.max_turn_tokens.
+func WithTokenBudget(maxTurnTokens int64) Option {
+	return optionFunc(func(s *settings) { s.cb.MaxTurnTokens = maxTurnTokens })
+}
+
 // WithRemoveUnavailable removes unavailable tools from the model request
 // instead of marking their descriptions.
 func WithRemoveUnavailable() Option {
@@ -238,6 +251,9 @@ func (s *settings) applyFile(f *config.File) {
 	if d.MaxModelCalls != 0 {
 		s.cb.MaxModelCalls = d.MaxModelCalls
 	}
+	if d.MaxTurnTokens != 0 {
+		s.cb.MaxTurnTokens = int64(d.MaxTurnTokens)
+	}
 	if d.MaxTurnDuration != 0 {
 		s.cb.MaxTurnDuration = time.Duration(d.MaxTurnDuration)
 	}
@@ -324,6 +340,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 		return nil, "", fmt.Errorf("adkbreaker: %w", errors.Join(errs...))
 	}
 	s.cb.Registry = reg
+	s.attachCosts(&s.cb)              // cost.go: adds its Observers
 	startLog := s.breakerLog(&s.cb)   // logging.go: adds its Observer
 	watch, err := s.tel.attach(&s.cb) // telemetry.go: adds its Observer
 	if err != nil {
@@ -345,7 +362,7 @@ func build(opts []Option) (*callbacks.Handler, string, error) {
 // (applyFile) beyond the registry's policies.
 func pluginSettings(f *config.File) bool {
 	d := f.Defaults
-	return len(f.Dependencies) > 0 || d.ShortCircuitLimit != 0 || d.TurnLimit != 0 || d.MaxModelCalls != 0 ||
+	return len(f.Dependencies) > 0 || d.ShortCircuitLimit != 0 || d.TurnLimit != 0 || d.MaxModelCalls != 0 || d.MaxTurnTokens != 0 ||
 		d.MaxTurnDuration != 0 || d.RemoveUnavailable || d.UnmappedTools == "pass_through" || d.ToolNote
 }
 

@@ -343,6 +343,9 @@ func (h *Handler) PluginConfig(name string) adkplugin.Config {
 		AfterRunCallback:    h.AfterRun,
 		AfterModelCallback:  h.AfterModel, // repeat.go: counts the calls the model lists
 		OnEventCallback:     h.OnEvent,    // turnend.go: an ended turn ends a LoopAgent
+
+		// tokens.go: a model call that ended in a stall after its first chunk
+		OnModelErrorCallback: h.OnModelError,
 	}
 }
 

@@ -37,7 +37,8 @@
 //   - AfterRun abandons calls that never reported (as Excluded, freeing
 //     half-open probe slots) and frees the invocation's accounting.
 //   - BeforeModel ends the turn with a final answer once the invocation's
-//     short-circuit budget or turn budget (MaxModelCalls, MaxTurnDuration) is
+//     short-circuit budget or turn budget (MaxModelCalls, MaxTurnDuration,
+//     MaxTurnTokens) is
 //     spent or a failover model has no endpoint left, and marks (or removes)
 //     declarations of tools whose dependency is open. AfterTool escalates the
 //     tool call after which the turn budget is spent, so that a LoopAgent
@@ -76,6 +77,17 @@
 // answers its caller with that dependency's unavailable payload.
 // Handler.AgentTool builds one where the plugin cannot (an agent tool
 // hidden from it, an agent that does not run the handler's BeforeModel).
+//
+// # Tokens
+//
+// With Config.MaxTurnTokens, or an Observer that is a CostObserver,
+// AfterModel adds the usage metadata of every complete model response to
+// its root turn (sub-runs behind agent tools count in their root's), with
+// what a failover model wrote in the response's metadata (a failover, a
+// stall, no endpoint left); OnModelError marks a call that ended in a stall
+// after its first chunk (observe.ErrModelStall). BeforeModel ends the turn at the next model call
+// once the budget is spent (TurnEndTokenBudget); the root run's AfterRun
+// reports the turn's cost (TurnCostEvent) and frees it with the rest.
 //
 // # Repeated calls
 //

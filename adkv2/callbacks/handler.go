@@ -107,6 +107,13 @@ type Config struct {
 	// final answer, and the model is not called again in that invocation.
 	// If 0, no limit.
 	MaxModelCalls int
+	// MaxTurnTokens is the turn budget in tokens: once the usage metadata
+	// of the invocation's model responses (sub-agents reached through agent
+	// tools included) adds up to MaxTurnTokens or more, BeforeModel answers
+	// the next model call itself with a final answer (TurnEndTokenBudget),
+	// so a turn spends at most one model call's tokens past the budget.
+	// If 0, no limit.
+	MaxTurnTokens int64
 	// MaxTurnDuration is the turn budget in time, measured with the
 	// registry's clock from the start of the run (BeforeRun; from the first
 	// model call when the handler is used without BeforeRun): the first model
@@ -189,6 +196,8 @@ type Handler struct {
 	scLimit   int
 	maxCalls  int           // turn budget in model calls; 0: none
 	maxDur    time.Duration // turn budget in time; 0: none
+	maxTokens int64         // turn budget in tokens; 0: none (tokens.go)
+	costObs   CostObserver  // obs, when it wants turn costs; else nil
 	remove    bool
 	log       *slog.Logger
 	overflow  *loglimit.Limiter
@@ -226,6 +235,9 @@ func New(cfg Config) (*Handler, error) {
 	}
 	if cfg.MaxModelCalls < 0 {
 		errs = append(errs, fmt.Errorf("max_model_calls: must be ≥ 0, got %d", cfg.MaxModelCalls))
+	}
+	if cfg.MaxTurnTokens < 0 {
+		errs = append(errs, fmt.Errorf("max_turn_tokens: must be ≥ 0, got %d", cfg.MaxTurnTokens))
 	}
 	if cfg.MaxTurnDuration < 0 {
 		errs = append(errs, fmt.Errorf("max_turn_duration: must be ≥ 0, got %s", cfg.MaxTurnDuration))
@@ -278,6 +290,7 @@ func New(cfg Config) (*Handler, error) {
 		reg: cfg.Registry, clock: cfg.Registry.Clock(), obs: cfg.Observer, guards: cfg.ModelGuards,
 		turnLimit: cmp.Or(cfg.TurnLimit, DefaultTurnLimit), scLimit: cmp.Or(cfg.ShortCircuitLimit, DefaultShortCircuitLimit),
 		remove: cfg.RemoveUnavailable, log: cfg.Logger, maxCalls: cfg.MaxModelCalls, maxDur: cfg.MaxTurnDuration,
+		maxTokens: cfg.MaxTurnTokens,
 		autoGuard: !cfg.NoAutoGuard, agentGuard: !cfg.NoAgentToolGuard,
 	}
 	if h.log == nil {
@@ -302,6 +315,7 @@ func New(cfg Config) (*Handler, error) {
 	h.toolNote = cfg.ToolNote
 	h.overflow = loglimit.New(time.Minute, 1) // unprotected.go
 	h.callObs, _ = h.obs.(CallObserver)
+	h.costObs = costObserverOf(h.obs) // tokens.go
 	h.tix = newTickets(cmp.Or(cfg.MaxPending, DefaultMaxPending))
 	h.adm = registry.NewAdmission(h.admitted)
 	cfg.Registry.AddAdmission(h.adm)
@@ -543,7 +557,7 @@ func (h *Handler) OnToolError(ctx agent.Context, t tool.Tool, args map[string]an
 // retryandreflect, turned the error into a result) was counted as the
 // failure it was; the mismatch is logged once and counted (Observer).
 func (h *Handler) AfterTool(ctx agent.Context, t tool.Tool, args, result map[string]any, err error) (map[string]any, error) {
-	if h.maxCalls > 0 || h.maxDur > 0 {
+	if h.maxCalls > 0 || h.maxDur > 0 || h.maxTokens > 0 {
 		h.escalateIfSpent(ctx)
 	}
 	s := h.tix.shard(ctx.FunctionCallID())
@@ -687,7 +701,8 @@ func (h *Handler) escalateIfSpent(ctx agent.Context) {
 // budgetSpent reports whether the next model call of an invocation with
 // usage u would exceed the turn budget.
 func (h *Handler) budgetSpent(u degrade.Usage, now time.Time) bool {
-	return h.maxCalls > 0 && u.ModelCalls >= h.maxCalls || h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur
+	return h.maxCalls > 0 && u.ModelCalls >= h.maxCalls || h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur ||
+		h.maxTokens > 0 && u.Tokens >= h.maxTokens
 }
 
 // BeforeRun starts the clock of the turn budget in time (MaxTurnDuration).
@@ -705,6 +720,9 @@ func (h *Handler) BeforeRun(ctx agent.InvocationContext) (*genai.Content, error)
 // short-circuit accounting is released.
 func (h *Handler) AfterRun(ctx agent.InvocationContext) {
 	inv := ctx.InvocationID()
+	if h.costObs != nil {
+		h.turnCost(ctx, inv) // tokens.go
+	}
 	h.tix.drain(inv)
 	h.ledger.Release(inv)
 	h.repeatEnded.release(inv)
@@ -742,7 +760,7 @@ func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.
 	if r, ok := h.repeatEnded.take(rk); ok {
 		return h.endRepeated(ctx, inv, rk, r), nil // repeat.go
 	}
-	if h.maxCalls > 0 || h.maxDur > 0 {
+	if h.maxCalls > 0 || h.maxDur > 0 || h.maxTokens > 0 {
 		now := h.clock.Now()
 		u := h.ledger.ModelCall(inv, now)
 		switch {
@@ -754,6 +772,8 @@ func (h *Handler) BeforeModel(ctx agent.Context, req *model.LLMRequest) (*model.
 			return h.endTurn(ctx, inv, sub, u, TurnEndModelCallBudget), nil
 		case h.maxDur > 0 && now.Sub(u.Started) >= h.maxDur:
 			return h.endTurn(ctx, inv, sub, u, TurnEndTimeBudget), nil
+		case h.maxTokens > 0 && u.Tokens >= h.maxTokens:
+			return h.endTurn(ctx, inv, sub, u, TurnEndTokenBudget), nil
 		}
 	} else {
 		switch total, ended := h.ledger.State(inv); {

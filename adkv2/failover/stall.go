@@ -4,7 +4,6 @@ package failover
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/adk/v2/model"
 
+	"github.com/adkbreaker/adkbreaker/observe"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -52,8 +52,10 @@ const (
 	StallIdle StallPhase = "idle"
 )
 
-// ErrStall matches (errors.Is) every *StallError.
-var ErrStall = errors.New("failover: model endpoint stalled")
+// ErrStall matches (errors.Is) every *StallError. It is
+// observe.ErrModelStall, so that the plugin (package callbacks, which this
+// package imports) knows a model call that ended in a stall.
+var ErrStall = observe.ErrModelStall
 
 // StallError is the error of an endpoint call that stalled: the endpoint
 // accepted the call and then produced no content part within a stall

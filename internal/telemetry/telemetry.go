@@ -44,6 +44,7 @@ type Instrumentation struct {
 	probes        metric.Int64Counter
 	calls         metric.Int64ObservableCounter
 	callDuration  metric.Float64Histogram
+	cost          costInstruments // cost.go
 
 	sc         *cache[scKey, []metric.AddOption]
 	scOverflow [2][]metric.AddOption // by terminal
@@ -142,6 +143,7 @@ func New(mp metric.MeterProvider, tp trace.TracerProvider) (*Instrumentation, er
 		metric.WithDescription("Duration of guarded tool calls that reached their tool, by outcome (short-circuits never reach it)."),
 		metric.WithExplicitBucketBoundaries(0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60))
 	add(MetricCallDuration, err)
+	in.initCost(m, add)
 	if len(errs) > 0 {
 		return nil, errors.Join(errs...)
 	}

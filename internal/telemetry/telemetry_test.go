@@ -88,6 +88,11 @@ func collect(t testing.TB, r sdkmetric.Reader) map[string]map[string]float64 {
 					put(m.Name+".count", p.Attributes, float64(p.Count))
 					put(m.Name+".sum", p.Attributes, p.Sum)
 				}
+			case metricdata.Histogram[int64]:
+				for _, p := range d.DataPoints {
+					put(m.Name+".count", p.Attributes, float64(p.Count))
+					put(m.Name+".sum", p.Attributes, float64(p.Sum))
+				}
 			default:
 				t.Fatalf("%s: unexpected data %T", m.Name, m.Data)
 			}

@@ -66,7 +66,8 @@ func (m *Model) GenerateContent(ctx context.Context, req *model.LLMRequest, stre
 			if t := TextOf(resp); t != "" && !HasCalls(resp) {
 				half := len(t) / 2
 				for _, part := range []string{t[:half], t[half:]} {
-					if !yield(&model.LLMResponse{Content: genai.NewContentFromText(part, genai.RoleModel), Partial: true}, nil) {
+					// Partial chunks carry the usage so far, as Gemini's do.
+					if !yield(&model.LLMResponse{Content: genai.NewContentFromText(part, genai.RoleModel), Partial: true, UsageMetadata: resp.UsageMetadata}, nil) {
 						return
 					}
 				}
@@ -173,4 +174,24 @@ func ToolDescription(req *model.LLMRequest, name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// WithUsage sets r's usage metadata to prompt and candidates tokens (no
+// total: consumers fall back to the sum), as a real model reports what a
+// call cost, and returns r.
+func WithUsage(r *model.LLMResponse, prompt, candidates int32) *model.LLMResponse {
+	r.UsageMetadata = &genai.GenerateContentResponseUsageMetadata{PromptTokenCount: prompt, CandidatesTokenCount: candidates}
+	return r
+}
+
+// Costing returns step with usage metadata on every reply: prompt and
+// candidates tokens (see WithUsage).
+func Costing(step Step, prompt, candidates int32) Step {
+	return func(req *model.LLMRequest) *model.LLMResponse {
+		r := step(req)
+		if r == nil {
+			r = Text("")
+		}
+		return WithUsage(r, prompt, candidates)
+	}
 }

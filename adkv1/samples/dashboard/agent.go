@@ -106,14 +106,17 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 		fmt.Fprintf(out, "[%6.1fs] %s: %s → %s (%s)\n", time.Since(start).Seconds(), t.Key, t.From, t.To, t.Cause)
 	})()
 	llm, err := failover.New("assistant-model", reg, []failover.Endpoint{
-		{LLM: flaky{scripted.New("primary", decide), primaryDown}, Key: "model:primary", Throttle: &failover.Throttle{}},
-		{LLM: flaky{scripted.New("fallback", decide), fallbackDown}, Key: "model:fallback"},
+		// Each call reports 150 tokens of usage, for the outage cost.
+		{LLM: flaky{scripted.New("primary", scripted.Costing(decide, 120, 30)), primaryDown}, Key: "model:primary", Throttle: &failover.Throttle{}},
+		{LLM: flaky{scripted.New("fallback", scripted.Costing(decide, 120, 30)), fallbackDown}, Key: "model:fallback"},
 	}, failover.WithMeterProvider(exp.MeterProvider()), failover.WithLogger(slog.New(slog.DiscardHandler)))
 	if err != nil {
 		return sum, err
 	}
+	costs := statuspage.NewTurnCosts(reg.Clock()) // the page's outage-cost figure
 	p, err := breaker.New(
 		breaker.WithRegistry(reg),
+		breaker.WithCostObserver(costs),
 		breaker.WithDependency(dependency, "get_invoice"),
 		breaker.WithMeterProvider(exp.MeterProvider()),
 		breaker.WithObserver(countShortCircuits{&shortCircuits}),
@@ -125,7 +128,8 @@ func run(ctx context.Context, cfg config, ln net.Listener, out io.Writer) (summa
 		return sum, err
 	}
 	page, err := statuspage.New(reg, statuspage.WithTitle("adkbreaker sample"), statuspage.WithRefresh(time.Second),
-		statuspage.WithThrottles(llm.ThrottleOf)) // the primary's throttle in its row
+		statuspage.WithThrottles(llm.ThrottleOf), // the primary's throttle in its row
+		statuspage.WithTurnCosts(costs))
 	if err != nil {
 		return sum, err
 	}

@@ -17,8 +17,8 @@ import (
 	"google.golang.org/adk/model"
 	"google.golang.org/genai"
 
-	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/adkv1/failover"
+	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/registry"
 	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )

@@ -41,9 +41,9 @@ import (
 	"google.golang.org/adk/tool/mcptoolset"
 	"google.golang.org/genai"
 
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
-	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 

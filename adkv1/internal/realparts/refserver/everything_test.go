@@ -38,10 +38,10 @@ import (
 	"google.golang.org/adk/tool"
 	"google.golang.org/genai"
 
-	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/scripted"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
-	"github.com/adkbreaker/adkbreaker/adkv1/breaker"
+	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
