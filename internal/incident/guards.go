@@ -1,4 +1,4 @@
-package main
+package incident
 
 import (
 	"context"
@@ -10,6 +10,7 @@ import (
 	"github.com/sony/gobreaker/v2"
 
 	"github.com/adkbreaker/adkbreaker/registry"
+	"github.com/adkbreaker/adkbreaker/registry/registrytest"
 )
 
 // The baselines' breakers: what a Go developer writes instead of
@@ -20,23 +21,23 @@ import (
 // false-trip benchmark, a fake clock.
 type clock interface{ Now() time.Time }
 
-// toolGuard is a breaker wrapped around the enrich tool's call.
-type toolGuard interface {
+// ToolGuard is a breaker wrapped around the enrich tool's call.
+type ToolGuard interface {
 	// call runs f under the breaker; a refusal is an error the tool returns.
 	call(ctx context.Context, f func(context.Context) (map[string]any, error)) (map[string]any, error)
 	// state is the breaker's state, for the dependency's probe count.
 	state() registry.State
 	// trips counts the breaker's closed → open transitions.
-	trips() int
+	Trips() int
 }
 
-// guarded returns the enrich tool's call for variant v: the dependency's,
-// inside v's guard when it has one.
-func guarded(s *sim, v variant, dep *dependencySim) func(context.Context) (map[string]any, error) {
-	if v.guard == nil {
+// Guarded returns the enrich tool's call for a variant whose guard is
+// guard: the dependency's, inside the guard when there is one (nil: none).
+func Guarded(s *Sim, guard func(*Sim) ToolGuard, dep *DependencySim) func(context.Context) (map[string]any, error) {
+	if guard == nil {
 		return dep.call
 	}
-	g := v.guard(s)
+	g := guard(s)
 	dep.state = g.state
 	return func(ctx context.Context) (map[string]any, error) { return g.call(ctx, dep.call) }
 }
@@ -88,7 +89,7 @@ func (g *gobreakerGuard) state() registry.State {
 	return fromGobreaker(g.cb.State())
 }
 
-func (g *gobreakerGuard) trips() int { return g.hold.tripCount() }
+func (g *gobreakerGuard) Trips() int { return g.hold.tripCount() }
 
 func fromGobreaker(s gobreaker.State) registry.State {
 	switch s {
@@ -106,7 +107,7 @@ type virtualHold struct {
 	timeout time.Duration
 	mu      sync.Mutex
 	until   time.Time // guarded by mu
-	trips   int       // guarded by mu
+	Trips   int       // guarded by mu
 }
 
 // init sets the hold's clock and duration (gobreaker's default, 60 s, for
@@ -130,7 +131,7 @@ func (h *virtualHold) onStateChange(_ string, from, to gobreaker.State) {
 	defer h.mu.Unlock()
 	h.until = now.Add(h.timeout)
 	if from == gobreaker.StateClosed {
-		h.trips++
+		h.Trips++
 	}
 }
 
@@ -144,7 +145,7 @@ func (h *virtualHold) held() bool {
 func (h *virtualHold) tripCount() int {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return h.trips
+	return h.Trips
 }
 
 // nemoGuard is NVIDIA NeMo Agent Toolkit's tool circuit breaker
@@ -162,7 +163,7 @@ func (h *virtualHold) tripCount() int {
 // error.
 type nemoGuard struct {
 	clk       clock
-	name      string
+	Name      string
 	cooldown  time.Duration
 	threshold int
 
@@ -181,14 +182,14 @@ const (
 )
 
 func newNemoGuard(clk clock, name string) *nemoGuard {
-	return &nemoGuard{clk: clk, name: name, cooldown: nemoCooldown, threshold: nemoFailureThreshold, since: clk.Now()}
+	return &nemoGuard{clk: clk, Name: name, cooldown: nemoCooldown, threshold: nemoFailureThreshold, since: clk.Now()}
 }
 
 // errNemoOpen is NeMo's CircuitBreakerOpenError.
-type errNemoOpen struct{ name string }
+type errNemoOpen struct{ Name string }
 
 func (e errNemoOpen) Error() string {
-	return fmt.Sprintf("Circuit breaker is OPEN for '%s'. Tool is temporarily unavailable.", e.name)
+	return fmt.Sprintf("Circuit breaker is OPEN for '%s'. Tool is temporarily unavailable.", e.Name)
 }
 
 // before admits a call: probe reports whether it is the half-open probe.
@@ -202,10 +203,10 @@ func (g *nemoGuard) before() (probe bool, err error) {
 			g.st, g.since, g.probing = registry.StateHalfOpen, now, true
 			return true, nil
 		}
-		return false, errNemoOpen{g.name}
+		return false, errNemoOpen{g.Name}
 	case registry.StateHalfOpen:
 		if g.probing {
-			return false, errNemoOpen{g.name}
+			return false, errNemoOpen{g.Name}
 		}
 		g.probing = true
 		return true, nil
@@ -253,8 +254,27 @@ func (g *nemoGuard) state() registry.State {
 	return g.st
 }
 
-func (g *nemoGuard) trips() int {
+func (g *nemoGuard) Trips() int {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	return g.nTrips
+}
+
+// GobreakerDefaults is gobreakerGuard with gobreaker's defaults around the
+// enrich tool (every setting but the name gobreaker's default).
+func GobreakerDefaults(s *Sim) ToolGuard {
+	return newGobreakerGuard(s, gobreaker.Settings{Name: "enrich"})
+}
+
+// GobreakerDefaultsTail is GobreakerDefaults in the false-trip benchmark.
+func GobreakerDefaultsTail(clk *registrytest.FakeClock) (TailGuard, error) {
+	return newGobreakerTail(clk, gobreaker.Settings{Name: "enrich"}), nil
+}
+
+// NemoStyle is nemoGuard around the enrich tool.
+func NemoStyle(s *Sim) ToolGuard { return newNemoGuard(s, "enrich") }
+
+// NemoStyleTail is NemoStyle in the false-trip benchmark.
+func NemoStyleTail(clk *registrytest.FakeClock) (TailGuard, error) {
+	return nemoTail{newNemoGuard(clk, "enrich")}, nil
 }

@@ -1,4 +1,4 @@
-package main
+package incident
 
 import (
 	"fmt"
@@ -6,10 +6,10 @@ import (
 	"strings"
 )
 
-// chart draws calls reaching the dependency per 10 s, one line per variant,
+// Chart draws calls reaching the dependency per 10 s, one line per variant,
 // on a logarithmic axis (so that a handful of probes is visible next to
 // hundreds of retries), with the outage shaded. Hand-written SVG.
-func chart(mode string, results []*result) string {
+func Chart(mode string, results []*Result) string {
 	const (
 		w, h                     = 960.0, 440.0
 		left, right, top, bottom = 70.0, 210.0, 50.0, 60.0
@@ -17,26 +17,26 @@ func chart(mode string, results []*result) string {
 	)
 	maxV := 1
 	for _, r := range results {
-		for _, v := range r.dep.perBucket {
+		for _, v := range r.Dep.perBucket {
 			maxV = max(maxV, v)
 		}
 	}
 	yMax := math.Pow(10, math.Ceil(math.Log10(float64(maxV+1))))
-	x := func(minutes float64) float64 { return left + pw*minutes/simulated.Minutes() }
+	x := func(minutes float64) float64 { return left + pw*minutes/Simulated.Minutes() }
 	y := func(v float64) float64 { return top + ph*(1-math.Log10(1+v)/math.Log10(1+yMax)) }
 	colours := []string{"#d62728", "#ff7f0e", "#1f77b4", "#2ca02c", "#9467bd"}
 
 	var b strings.Builder
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" viewBox="0 0 %.0f %.0f" font-family="sans-serif" font-size="13">`+"\n", w, h, w, h)
 	fmt.Fprintf(&b, `<rect width="%.0f" height="%.0f" fill="white"/>`+"\n", w, h)
-	fmt.Fprintf(&b, `<text x="%.0f" y="24" font-size="16" font-weight="bold">Calls reaching %s per 10 s — mode %s (%s)</text>`+"\n", left, dependency, mode, modeWords(mode))
+	fmt.Fprintf(&b, `<text x="%.0f" y="24" font-size="16" font-weight="bold">Calls reaching %s per 10 s — mode %s (%s)</text>`+"\n", left, Dependency, mode, modeWords(mode))
 	// The outage.
 	fmt.Fprintf(&b, `<rect x="%.1f" y="%.1f" width="%.1f" height="%.1f" fill="#999" fill-opacity="0.18"/>`+"\n",
-		x(outageFrom.Minutes()), top, x(outageTo.Minutes())-x(outageFrom.Minutes()), ph)
+		x(OutageFrom.Minutes()), top, x(OutageTo.Minutes())-x(OutageFrom.Minutes()), ph)
 	fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#555" text-anchor="middle">dependency down</text>`+"\n",
-		(x(outageFrom.Minutes())+x(outageTo.Minutes()))/2, top+16)
+		(x(OutageFrom.Minutes())+x(OutageTo.Minutes()))/2, top+16)
 	// Axes, grid and ticks.
-	for m := 0; m <= int(simulated.Minutes()); m++ {
+	for m := 0; m <= int(Simulated.Minutes()); m++ {
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="#000"/>`+"\n", x(float64(m)), top+ph, x(float64(m)), top+ph+5)
 		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%d</text>`+"\n", x(float64(m)), top+ph+20, m)
 	}
@@ -53,7 +53,7 @@ func chart(mode string, results []*result) string {
 	// on top, so that identical lines both show.
 	for i, r := range results {
 		var pts []string
-		for k, v := range r.dep.perBucket {
+		for k, v := range r.Dep.perBucket {
 			x0, x1 := x(float64(k)*bucket.Minutes()), x(float64(k+1)*bucket.Minutes())
 			pts = append(pts, fmt.Sprintf("%.1f,%.1f %.1f,%.1f", x0, y(float64(v)), x1, y(float64(v))))
 		}
@@ -65,8 +65,8 @@ func chart(mode string, results []*result) string {
 		ly := top + 10 + float64(i)*40
 		dash := dashOf(i)
 		fmt.Fprintf(&b, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s" stroke-width="3"%s/>`+"\n", left+pw+15, ly, left+pw+40, ly, colours[i%len(colours)], dash)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", left+pw+48, ly, r.variant)
-		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle" fill="#555" font-size="11">%d calls while down</text>`+"\n", left+pw+48, ly+16, r.dep.deadCalls)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle">%s</text>`+"\n", left+pw+48, ly, r.Variant)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" dominant-baseline="middle" fill="#555" font-size="11">%d calls while down</text>`+"\n", left+pw+48, ly+16, r.Dep.DeadCalls)
 	}
 	b.WriteString("</svg>\n")
 	return b.String()

@@ -1,4 +1,4 @@
-package main
+package incident
 
 import (
 	"container/heap"
@@ -19,18 +19,18 @@ import (
 // through a breaker with the library's defaults (a zero Policy: the derived
 // in-flight slowness threshold, 3 slow calls, the stall rule). Every call
 // succeeds; a trip is a false trip.
-const tailCalls = 1_000_000
+const TailCalls = 1_000_000
 
 // tailShape is one latency distribution of the benchmark.
 type tailShape struct {
-	name string
+	Name string
 	draw func(*rand.Rand) time.Duration
 }
 
 var tailShapes = []tailShape{
 	{
 		// Median 100 ms, p99 1 s: σ = ln 10 / z(0.99).
-		name: "lognormal median 100ms p99 1s",
+		Name: "lognormal median 100ms p99 1s",
 		draw: func(r *rand.Rand) time.Duration {
 			return time.Duration(float64(100*time.Millisecond) * math.Exp(math.Ln10/2.3263*r.NormFloat64()))
 		},
@@ -38,7 +38,7 @@ var tailShapes = []tailShape{
 	{
 		// A cache in front: 90% hits in 5 ms, 10% misses in 400 ms, each
 		// with a ±20% spread (log-normal, σ 0.2).
-		name: "bimodal 5ms hit / 400ms miss (10% misses)",
+		Name: "bimodal 5ms hit / 400ms miss (10% misses)",
 		draw: func(r *rand.Rand) time.Duration {
 			base := 5 * time.Millisecond
 			if r.Float64() < 0.1 {
@@ -51,12 +51,12 @@ var tailShapes = []tailShape{
 
 var tailRates = []int{10, 200} // calls a second
 
-// tailResult is one row of the benchmark.
-type tailResult struct {
+// TailResult is one row of the benchmark.
+type TailResult struct {
 	shape      string
 	perSecond  int
 	calls      int
-	trips      int
+	Trips      int
 	refused    int
 	threshold  time.Duration
 	p99        time.Duration // of the latencies drawn
@@ -86,18 +86,18 @@ func (h *tailHeap) Pop() any {
 // runTail drives calls calls, arriving as a Poisson process of perSecond
 // a second, each returning a success after shape's latency, through a
 // default breaker on a fake clock. It counts the breaker's trips.
-func runTail(shape tailShape, perSecond, calls int, seed uint64) (tailResult, error) {
+func runTail(shape tailShape, perSecond, calls int, seed uint64) (TailResult, error) {
 	clk := registrytest.NewFakeClock(epoch)
-	reg, err := registry.New(registry.WithClock(clk), registry.WithRand(seededRand()))
+	reg, err := registry.New(registry.WithClock(clk), registry.WithRand(SeededRand()))
 	if err != nil {
-		return tailResult{}, err
+		return TailResult{}, err
 	}
-	b, err := reg.Get(dependency)
+	b, err := reg.Get(Dependency)
 	if err != nil {
-		return tailResult{}, err
+		return TailResult{}, err
 	}
 	rng := rand.New(rand.NewPCG(seed, uint64(perSecond)))
-	out := tailResult{shape: shape.name, perSecond: perSecond, calls: calls}
+	out := TailResult{shape: shape.Name, perSecond: perSecond, calls: calls}
 	lat := make([]time.Duration, 0, calls)
 	var pending tailHeap
 	now := time.Duration(0)
@@ -126,7 +126,7 @@ func runTail(shape tailShape, perSecond, calls int, seed uint64) (tailResult, er
 	}
 	out.threshold = b.ContainCounts().SlowThreshold
 	out.simulated = now
-	out.trips = int(b.Counts().Trips)
+	out.Trips = int(b.Counts().Trips)
 	out.p99, out.maxLatency = quantiles(lat)
 	return out, nil
 }
@@ -140,8 +140,8 @@ func quantiles(lat []time.Duration) (p99, top time.Duration) {
 	return s[int(0.99*float64(len(s)-1))], s[len(s)-1]
 }
 
-// runTails runs every shape at every rate, in parallel.
-func runTails(calls int) ([]tailResult, error) {
+// RunTails runs every shape at every rate, in parallel.
+func RunTails(calls int) ([]TailResult, error) {
 	type job struct {
 		i     int
 		shape tailShape
@@ -153,7 +153,7 @@ func runTails(calls int) ([]tailResult, error) {
 			jobs = append(jobs, job{len(jobs), sh, r})
 		}
 	}
-	out := make([]tailResult, len(jobs))
+	out := make([]TailResult, len(jobs))
 	errs := make([]error, len(jobs))
 	done := make(chan struct{})
 	for _, j := range jobs {
@@ -173,16 +173,16 @@ func runTails(calls int) ([]tailResult, error) {
 	return out, nil
 }
 
-// reportTails writes the benchmark's table and, last, false_trips=N.
-func reportTails(w io.Writer, rs []tailResult) {
-	fmt.Fprintf(w, "healthy-tail: %d calls per row to a healthy %s in virtual time, Poisson arrivals, the library's default policy\n\n", tailCalls, dependency)
+// ReportTails writes the benchmark's table and, last, false_trips=N.
+func ReportTails(w io.Writer, rs []TailResult) {
+	fmt.Fprintf(w, "healthy-tail: %d calls per row to a healthy %s in virtual time, Poisson arrivals, the library's default policy\n\n", TailCalls, Dependency)
 	fmt.Fprintln(w, "| latency | calls/s | simulated | p99 / max latency drawn | derived threshold at the end | trips | calls refused |")
 	fmt.Fprintln(w, "|---|--:|--:|--:|--:|--:|--:|")
 	total := 0
 	for _, r := range rs {
 		fmt.Fprintf(w, "| %s | %d | %s | %s / %s | %s | %d | %d |\n", r.shape, r.perSecond, r.simulated.Round(time.Minute),
-			roundDur(r.p99), roundDur(r.maxLatency), roundDur(r.threshold), r.trips, r.refused)
-		total += r.trips
+			roundDur(r.p99), roundDur(r.maxLatency), roundDur(r.threshold), r.Trips, r.refused)
+		total += r.Trips
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, strings.TrimSpace(`
