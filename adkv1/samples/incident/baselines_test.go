@@ -6,12 +6,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/incident"
 )
 
 // reducedBaselines is -scenario baselines at about a quarter of its
 // traffic (a turn every 400 ms, and every 2 s through the chain) and a
 // tenth of its false-trip benchmark.
-var reducedBaselines = baselineSize{every: 400 * time.Millisecond, chainEvery: 2 * time.Second, tailCalls: 100_000}
+var reducedBaselines = incident.BaselineSize{Every: 400 * time.Millisecond, ChainEvery: 2 * time.Second, TailCalls: 100_000}
 
 // TestBaselinesOrdering runs the baselines table on the reduced size,
 // without the no-breaker and retryandreflect rows (they send every call
@@ -36,36 +38,36 @@ func TestBaselinesOrdering(t *testing.T) {
 		t.Fatal(err)
 	}
 	var b strings.Builder
-	reportBaselines(&b, r)
+	incident.ReportBaselines(&b, r)
 	t.Log("\n" + b.String())
-	for _, c := range r.configs {
-		if n := r.trips(c.v.name); n != 0 {
-			t.Errorf("%s: %d false trips on the healthy-tail benchmark", c.v.name, n)
+	for _, c := range r.Configs {
+		if n := r.Trips(c.Name); n != 0 {
+			t.Errorf("%s: %d false trips on the healthy-tail benchmark", c.Name, n)
 		}
 	}
-	for i, sc := range baselineScenarios {
-		d := r.row(i, nameDefaults)
-		for _, c := range r.configs {
-			w := r.row(i, c.v.name)
-			if w.tokensPerTurnMean < d.tokensPerTurnMean {
-				t.Errorf("%s: %s spends %.0f tokens per outage turn, fewer than adkbreaker-defaults (%.0f)", sc.name, c.v.name, w.tokensPerTurnMean, d.tokensPerTurnMean)
+	for i, sc := range incident.BaselineScenarios {
+		d := r.Row(i, incident.NameDefaults)
+		for _, c := range r.Configs {
+			w := r.Row(i, c.Name)
+			if w.TokensPerTurnMean < d.TokensPerTurnMean {
+				t.Errorf("%s: %s spends %.0f tokens per outage turn, fewer than adkbreaker-defaults (%.0f)", sc.Name, c.Name, w.TokensPerTurnMean, d.TokensPerTurnMean)
 			}
-			if sc.mode == "hang" && w.deadCalls < d.deadCalls {
-				t.Errorf("%s: %s sends %d calls to the dead dependency, fewer than adkbreaker-defaults (%d)", sc.name, c.v.name, w.deadCalls, d.deadCalls)
+			if sc.Mode == "hang" && w.DeadCalls < d.DeadCalls {
+				t.Errorf("%s: %s sends %d calls to the dead dependency, fewer than adkbreaker-defaults (%d)", sc.Name, c.Name, w.DeadCalls, d.DeadCalls)
 			}
 		}
-		if g := r.row(i, nameGobreaker); g.deadCalls < d.deadCalls {
-			t.Errorf("%s: gobreaker-defaults sends %d calls to the dead dependency, adkbreaker-defaults %d", sc.name, g.deadCalls, d.deadCalls)
+		if g := r.Row(i, incident.NameGobreaker); g.DeadCalls < d.DeadCalls {
+			t.Errorf("%s: gobreaker-defaults sends %d calls to the dead dependency, adkbreaker-defaults %d", sc.Name, g.DeadCalls, d.DeadCalls)
 		}
-		if n := r.row(i, nameNemo); sc.mode == "fast" && n.deadCalls >= d.deadCalls {
-			t.Errorf("%s: nemo-style sends %d calls to the dead dependency, adkbreaker-defaults %d: the gap docs/incident.md describes closed (update the docs)", sc.name, n.deadCalls, d.deadCalls)
+		if n := r.Row(i, incident.NameNemo); sc.Mode == "fast" && n.DeadCalls >= d.DeadCalls {
+			t.Errorf("%s: nemo-style sends %d calls to the dead dependency, adkbreaker-defaults %d: the gap docs/incident.md describes closed (update the docs)", sc.Name, n.DeadCalls, d.DeadCalls)
 		}
 	}
-	if n := r.flaky(nameNemo); n == 0 {
-		t.Errorf("nemo-style never tripped on the flaky benchmark (%d%% errors)", int(100*flakyErrorRate))
+	if n := r.Flaky(incident.NameNemo); n == 0 {
+		t.Errorf("nemo-style never tripped on the flaky benchmark (%d%% errors)", int(100*incident.FlakyErrorRate))
 	}
-	for _, name := range []string{nameDefaults, nameIncident, nameGobreaker} {
-		if n := r.flaky(name); n != 0 {
+	for _, name := range []string{incident.NameDefaults, incident.NameIncident, incident.NameGobreaker} {
+		if n := r.Flaky(name); n != 0 {
 			t.Errorf("%s: %d false trips on the flaky benchmark", name, n)
 		}
 	}

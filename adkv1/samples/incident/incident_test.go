@@ -9,6 +9,8 @@ package main
 import (
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/incident"
 )
 
 // knownGaps are the targets that the mechanisms merged so far do not
@@ -16,14 +18,14 @@ import (
 // They are ceilings: a regression past them fails. A gap that closes is
 // logged, so that its entry can be removed.
 var knownGaps = map[string]struct {
-	deadCalls int           // adkbreaker with the incident's settings (target 18)
-	recovery  time.Duration // adkbreaker with the incident's settings (target 60 s)
+	DeadCalls int           // adkbreaker with the incident's settings (target 18)
+	Recovery  time.Duration // adkbreaker with the incident's settings (target 60 s)
 }{
 	// The arithmetic floor with the incident's settings: 10 failures fill half
 	// of a 20-call window of healthy outcomes (the incident's policy has no consecutive
 	// gate), then a probe at least every minute (recovery ≤ 60 s) over the
 	// 9-minute outage is 9 probes. 19, one above the incident's 18.
-	"fast": {deadCalls: 19, recovery: maxRecovery},
+	"fast": {DeadCalls: 19, Recovery: incident.MaxRecovery},
 }
 
 // TestIncidentTargets replays the incident in both modes (without the
@@ -42,7 +44,7 @@ func TestIncidentTargets(t *testing.T) {
 	subset := []variant{variants[0], variants[2], variants[3]}
 	cases := []struct {
 		name    string
-		mode    string
+		Mode    string
 		healthy time.Duration
 		// maxDead: adkbreaker's calls to the dead dependency (0: the
 		// default target); belowBulkhead: peak concurrency must stay
@@ -50,56 +52,56 @@ func TestIncidentTargets(t *testing.T) {
 		maxDead       int
 		belowBulkhead bool
 	}{
-		{name: "hang", mode: "hang", healthy: healthyLatency, maxDead: 16},
-		{name: "fast", mode: "fast", healthy: healthyLatency},
-		{name: "hang-200ms", mode: "hang", healthy: 200 * time.Millisecond, belowBulkhead: true},
+		{name: "hang", Mode: "hang", healthy: incident.HealthyLatency, maxDead: 16},
+		{name: "fast", Mode: "fast", healthy: incident.HealthyLatency},
+		{name: "hang-200ms", Mode: "hang", healthy: 200 * time.Millisecond, belowBulkhead: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			results, err := runAll(tc.mode, tc.healthy, subset)
+			results, err := runAll(tc.Mode, tc.healthy, subset)
 			if err != nil {
 				t.Fatal(err)
 			}
-			by := map[string]row{}
+			by := map[string]incident.Row{}
 			for _, r := range results {
-				by[r.variant] = summarise(r)
+				by[r.Variant] = incident.Summarise(r)
 			}
 			none, a, d := by["none"], by["adkbreaker"], by["adkbreaker-defaults"]
-			t.Logf("%s: none=%d adkbreaker=%d (%d before the trip, %s, peak %d) defaults=%d (%s)", tc.name, none.deadCalls,
-				a.deadCalls, a.preTrip, a.recoveryString(), a.peak, d.deadCalls, d.recoveryString())
-			gap := knownGaps[tc.mode]
-			limit := max(maxDeadCalls, gap.deadCalls)
+			t.Logf("%s: none=%d adkbreaker=%d (%d before the trip, %s, peak %d) defaults=%d (%s)", tc.name, none.DeadCalls,
+				a.DeadCalls, a.PreTrip, a.RecoveryString(), a.Peak, d.DeadCalls, d.RecoveryString())
+			gap := knownGaps[tc.Mode]
+			limit := max(incident.MaxDeadCalls, gap.DeadCalls)
 			if tc.maxDead > 0 {
 				limit = tc.maxDead
 			}
-			if got := a.deadCalls + a.healthChecks; got > limit {
+			if got := a.DeadCalls + a.HealthChecks; got > limit {
 				t.Errorf("adkbreaker: %d calls reached the dead dependency, want ≤ %d", got, limit)
-			} else if gap.deadCalls > maxDeadCalls && got <= maxDeadCalls {
-				t.Logf("adkbreaker now meets the %d-call target (%d): remove the known gap", maxDeadCalls, got)
+			} else if gap.DeadCalls > incident.MaxDeadCalls && got <= incident.MaxDeadCalls {
+				t.Logf("adkbreaker now meets the %d-call target (%d): remove the known gap", incident.MaxDeadCalls, got)
 			}
-			if 100*(a.deadCalls+a.healthChecks) > none.deadCalls {
-				t.Errorf("adkbreaker: %d calls against %d without a breaker: less than 99%% fewer", a.deadCalls, none.deadCalls)
+			if 100*(a.DeadCalls+a.HealthChecks) > none.DeadCalls {
+				t.Errorf("adkbreaker: %d calls against %d without a breaker: less than 99%% fewer", a.DeadCalls, none.DeadCalls)
 			}
-			if a.recovery < 0 || a.recovery > max(maxRecovery, gap.recovery) {
-				t.Errorf("adkbreaker recovered in %s, want ≤ %s", a.recoveryString(), max(maxRecovery, gap.recovery))
+			if a.Recovery < 0 || a.Recovery > max(incident.MaxRecovery, gap.Recovery) {
+				t.Errorf("adkbreaker recovered in %s, want ≤ %s", a.RecoveryString(), max(incident.MaxRecovery, gap.Recovery))
 			}
-			if got := d.deadCalls + d.healthChecks; got > maxDeadCallsDefaults {
-				t.Errorf("defaults: %d calls reached the dead dependency, want ≤ %d", got, maxDeadCallsDefaults)
+			if got := d.DeadCalls + d.HealthChecks; got > incident.MaxDeadCallsDefaults {
+				t.Errorf("defaults: %d calls reached the dead dependency, want ≤ %d", got, incident.MaxDeadCallsDefaults)
 			}
-			if d.recovery < 0 || d.recovery > maxRecoveryDefaults {
-				t.Errorf("defaults recovered in %s, want ≤ %s", d.recoveryString(), maxRecoveryDefaults)
+			if d.Recovery < 0 || d.Recovery > incident.MaxRecoveryDefaults {
+				t.Errorf("defaults recovered in %s, want ≤ %s", d.RecoveryString(), incident.MaxRecoveryDefaults)
 			}
-			if a.peak > bulkhead || tc.belowBulkhead && a.peak >= bulkhead {
-				t.Errorf("adkbreaker: %d calls in flight at once, bulkhead %d", a.peak, bulkhead)
+			if a.Peak > incident.Bulkhead || tc.belowBulkhead && a.Peak >= incident.Bulkhead {
+				t.Errorf("adkbreaker: %d calls in flight at once, bulkhead %d", a.Peak, incident.Bulkhead)
 			}
-			if a.preTrip <= 0 || a.preTrip > a.deadCalls {
-				t.Errorf("adkbreaker: %d calls before the trip of %d dead calls", a.preTrip, a.deadCalls)
+			if a.PreTrip <= 0 || a.PreTrip > a.DeadCalls {
+				t.Errorf("adkbreaker: %d calls before the trip of %d dead calls", a.PreTrip, a.DeadCalls)
 			}
 			// The model is told firmly once and stops: about two model calls
 			// per turn during the outage, against five without a breaker.
-			if a.llmPerTurnMean > 2.1 || none.llmPerTurnMean < 4.9 {
-				t.Errorf("LLM calls per turn: adkbreaker %.2f, none %.2f", a.llmPerTurnMean, none.llmPerTurnMean)
+			if a.LLMPerTurnMean > 2.1 || none.LLMPerTurnMean < 4.9 {
+				t.Errorf("LLM calls per turn: adkbreaker %.2f, none %.2f", a.LLMPerTurnMean, none.LLMPerTurnMean)
 			}
 		})
 	}

@@ -4,7 +4,11 @@
 
 package main
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/adkbreaker/adkbreaker/internal/incident"
+)
 
 // TestChainTargets replays the chain scenario in both modes and checks its
 // targets: adkbreaker, registered on the root runner only, sends at most 19
@@ -22,18 +26,18 @@ func TestChainTargets(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			by := map[string]row{}
+			by := map[string]incident.Row{}
 			for _, r := range results {
-				by[r.variant] = summarise(r)
+				by[r.Variant] = incident.Summarise(r)
 			}
 			none, a := by["none"], by["adkbreaker"]
 			t.Logf("%s: none=%d (%.2f LLM calls per turn) adkbreaker=%d (%.2f, recovery %s)", mode,
-				none.deadCalls, none.llmPerTurnMean, a.deadCalls, a.llmPerTurnMean, a.recoveryString())
-			for _, miss := range chainMissed(mode, a) {
+				none.DeadCalls, none.LLMPerTurnMean, a.DeadCalls, a.LLMPerTurnMean, a.RecoveryString())
+			for _, miss := range incident.ChainMissed(mode, a) {
 				t.Error(miss)
 			}
-			if none.llmPerTurnMean < 20 {
-				t.Errorf("without a breaker: %.2f LLM calls per outage turn, want about 25 (the scenario lost its retries)", none.llmPerTurnMean)
+			if none.LLMPerTurnMean < 20 {
+				t.Errorf("without a breaker: %.2f LLM calls per outage turn, want about 25 (the scenario lost its retries)", none.LLMPerTurnMean)
 			}
 		})
 	}

@@ -32,12 +32,14 @@ import (
 	"os"
 	"runtime/debug"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/incident"
 )
 
 func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
-	healthy := flag.Duration("healthy", healthyLatency, "the dependency's latency when it is up")
+	healthy := flag.Duration("healthy", incident.HealthyLatency, "the dependency's latency when it is up")
 	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark), "chain" (the outage behind a sub-agent, -mode) or "baselines" (every mode and scenario, against gobreaker and NeMo-style breakers)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
@@ -48,16 +50,16 @@ func main() {
 	case "incident":
 		err = mainErr(os.Stdout, *mode, *healthy, *svg)
 	case "healthy-tail":
-		var rs []tailResult
-		if rs, err = runTails(tailCalls); err == nil {
-			reportTails(os.Stdout, rs)
+		var rs []incident.TailResult
+		if rs, err = incident.RunTails(incident.TailCalls); err == nil {
+			incident.ReportTails(os.Stdout, rs)
 		}
 	case "chain":
 		err = chainMain(os.Stdout, *mode)
 	case "baselines":
-		var r *baselineResults
-		if r, err = runBaselines(fullBaselines, baselines); err == nil {
-			reportBaselines(os.Stdout, r)
+		var r *incident.BaselineResults
+		if r, err = runBaselines(incident.FullBaselines, baselines); err == nil {
+			incident.ReportBaselines(os.Stdout, r)
 		}
 	default:
 		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\", \"chain\" or \"baselines\", got %q", *scenario)
@@ -74,10 +76,10 @@ func mainErr(w io.Writer, mode string, healthy time.Duration, svgPath string) er
 		return err
 	}
 	if svgPath != "" {
-		if err := os.WriteFile(svgPath, []byte(chart(mode, results)), 0o644); err != nil {
+		if err := os.WriteFile(svgPath, []byte(incident.Chart(mode, results)), 0o644); err != nil {
 			return err
 		}
 	}
-	report(w, mode, healthy, results)
+	incident.Report(w, mode, healthy, results)
 	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 
+	"github.com/adkbreaker/adkbreaker/internal/incident"
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
 )
@@ -34,12 +35,12 @@ func (m analyst) bill(ctx context.Context, req *model.LLMRequest, resp *model.LL
 		CandidatesTokenCount: int32(out),
 		TotalTokenCount:      int32(prompt + out),
 	}
-	if ts, _ := ctx.Value(turnKey{}).(*turnStats); ts != nil {
-		ts.tokens += prompt + out
+	if ts, _ := ctx.Value(incident.TurnKey{}).(*incident.TurnStats); ts != nil {
+		ts.Tokens += prompt + out
 	}
-	if at := m.s.Since(); at >= outageFrom && at < outageTo {
+	if at := m.s.Since(); at >= incident.OutageFrom && at < incident.OutageTo {
 		m.mu.Lock()
-		m.res.tokensOutage += prompt + out
+		m.res.TokensOutage += prompt + out
 		m.mu.Unlock()
 	}
 	return resp

@@ -1,4 +1,4 @@
-package main
+package incident
 
 import "testing"
 
@@ -8,13 +8,13 @@ import "testing"
 // tripped by the default policy. It drives the registry alone, not the
 // runner, so it runs under -race too (about 6 s).
 func TestHealthyTailNeverTrips(t *testing.T) {
-	rs, err := runTails(100_000)
+	rs, err := RunTails(100_000)
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, r := range rs {
-		if r.trips != 0 || r.refused != 0 {
-			t.Errorf("%s at %d/s: %d trips, %d calls refused", r.shape, r.perSecond, r.trips, r.refused)
+		if r.Trips != 0 || r.refused != 0 {
+			t.Errorf("%s at %d/s: %d trips, %d calls refused", r.shape, r.perSecond, r.Trips, r.refused)
 		}
 		if r.threshold <= 0 {
 			t.Errorf("%s at %d/s: the detector never armed", r.shape, r.perSecond)

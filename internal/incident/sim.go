@@ -1,4 +1,4 @@
-package main
+package incident
 
 import (
 	"container/heap"
@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// sim is a discrete-event virtual clock. It is the registry's Clock (the
+// Sim is a discrete-event virtual clock. It is the registry's Clock (the
 // breaker's holds, leases and retry_after read it) and the only way the
 // simulated activities — turns, the traffic source, the dependency's
 // latency — wait.
@@ -19,7 +19,7 @@ import (
 // Sleep (ADK's own goroutines — the function-call goroutine a turn's flow
 // waits for — belong to the turn that started them, which runs one tool
 // call at a time).
-type sim struct {
+type Sim struct {
 	mu     sync.Mutex
 	idle   *sync.Cond // signalled when active may have dropped to 0
 	now    time.Time  // guarded by mu
@@ -32,24 +32,24 @@ type sim struct {
 // timestamps read like the postmortem's minute-by-minute account.
 var epoch = time.Date(2026, 3, 12, 14, 0, 0, 0, time.UTC)
 
-func newSim() *sim {
-	s := &sim{now: epoch}
+func NewSim() *Sim {
+	s := &Sim{now: epoch}
 	s.idle = sync.NewCond(&s.mu)
 	return s
 }
 
 // Now returns the virtual time.
-func (s *sim) Now() time.Time {
+func (s *Sim) Now() time.Time {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.now
 }
 
 // Since returns the virtual time elapsed since the start.
-func (s *sim) Since() time.Duration { return s.Now().Sub(epoch) }
+func (s *Sim) Since() time.Duration { return s.Now().Sub(epoch) }
 
 // Go starts an activity.
-func (s *sim) Go(f func()) {
+func (s *Sim) Go(f func()) {
 	s.mu.Lock()
 	s.active++
 	s.mu.Unlock()
@@ -59,7 +59,7 @@ func (s *sim) Go(f func()) {
 	}()
 }
 
-func (s *sim) done() {
+func (s *Sim) done() {
 	s.mu.Lock()
 	s.active--
 	s.idle.Signal()
@@ -67,7 +67,7 @@ func (s *sim) done() {
 }
 
 // Sleep blocks the calling activity for d of virtual time.
-func (s *sim) Sleep(d time.Duration) {
+func (s *Sim) Sleep(d time.Duration) {
 	w := &wakeup{ch: make(chan struct{})}
 	s.mu.Lock()
 	w.at, w.seq = s.now.Add(max(d, 0)), s.seq
@@ -80,7 +80,7 @@ func (s *sim) Sleep(d time.Duration) {
 }
 
 // Run drives the clock until no activity runs or sleeps.
-func (s *sim) Run() {
+func (s *Sim) Run() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for {

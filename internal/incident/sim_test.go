@@ -1,4 +1,4 @@
-package main
+package incident
 
 import (
 	"strings"
@@ -11,7 +11,7 @@ import (
 // them in time order (FIFO among equals), one at a time, and returns when
 // none is left. No real time passes.
 func TestSimOrdersWakeups(t *testing.T) {
-	s := newSim()
+	s := NewSim()
 	var mu sync.Mutex
 	var got []string
 	note := func(name string) {
@@ -43,14 +43,14 @@ func TestSimOrdersWakeups(t *testing.T) {
 
 // TestSummaryLine: the report ends with the summary line CI greps for.
 func TestSummaryLine(t *testing.T) {
-	rs := []*result{
-		{variant: "none", dep: depStats{deadCalls: 100}},
-		{variant: "retryandreflect", dep: depStats{deadCalls: 90}},
-		{variant: "adkbreaker", dep: depStats{deadCalls: 3, firstOK: epoch.Add(outageTo + 1500*time.Millisecond)}},
-		{variant: "adkbreaker-defaults", dep: depStats{deadCalls: 4}},
+	rs := []*Result{
+		{Variant: "none", Dep: DepStats{DeadCalls: 100}},
+		{Variant: "retryandreflect", Dep: DepStats{DeadCalls: 90}},
+		{Variant: "adkbreaker", Dep: DepStats{DeadCalls: 3, firstOK: epoch.Add(OutageTo + 1500*time.Millisecond)}},
+		{Variant: "adkbreaker-defaults", Dep: DepStats{DeadCalls: 4}},
 	}
 	var b strings.Builder
-	report(&b, "hang", healthyLatency, rs)
+	Report(&b, "hang", HealthyLatency, rs)
 	lines := strings.Split(strings.TrimSpace(b.String()), "\n")
 	want := "summary: mode=hang dead_calls_none=100 dead_calls_retryandreflect=90 dead_calls_adkbreaker=3 recovery_s=1.5 llm_calls_per_turn=0.00"
 	if got := lines[len(lines)-1]; got != want {
