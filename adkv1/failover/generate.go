@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/degrade"
+	"github.com/adkbreaker/adkbreaker/internal/retryafter"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
 
@@ -306,7 +307,7 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 		v = Classify(err)
 	}
 	if v.Outcome == registry.Failure {
-		v.RetryAfter = max(v.RetryAfter, cl.hint.get()) // Retry-After, via RetryAfterTransport
+		v.RetryAfter = max(v.RetryAfter, cl.hint.Get()) // Retry-After, via RetryAfterTransport
 	}
 	return v
 }
@@ -530,7 +531,7 @@ func truncate(s string, n int) string {
 // mutates the config, so every attempt needs its own.
 type call struct {
 	ctx  attemptCtx
-	hint hintHolder
+	hint retryafter.Holder
 	req  model.LLMRequest
 	cfg  genai.GenerateContentConfig
 	buf  [8]*genai.Content
@@ -589,11 +590,11 @@ func newCall(ctx context.Context, req *model.LLMRequest, modelName string) *call
 // without an allocation of its own (it lives in the call).
 type attemptCtx struct {
 	context.Context
-	hint *hintHolder
+	hint *retryafter.Holder
 }
 
 func (c *attemptCtx) Value(key any) any {
-	if key == (hintKey{}) {
+	if key == (retryafter.HolderKey{}) {
 		return c.hint
 	}
 	return c.Context.Value(key)

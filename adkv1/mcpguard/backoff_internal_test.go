@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/adkbreaker/adkbreaker/internal/retrybudget"
 )
 
 // ksUniform returns the Kolmogorov–Smirnov statistic of samples against
@@ -38,11 +40,11 @@ func TestBackoffFullJitterKS(t *testing.T) {
 		full := make([]time.Duration, N)
 		equal := make([]time.Duration, N)
 		for i := range N {
-			full[i] = backoff(base, cap, n, r.Float64())
+			full[i] = retrybudget.Backoff(base, cap, n, r.Float64())
 			if full[i] < 0 || full[i] >= ceil {
 				t.Fatalf("retry %d: delay %s outside [0, %s)", n, full[i], ceil)
 			}
-			equal[i] = ceil/2 + backoff(base, cap, n, r.Float64())/2
+			equal[i] = ceil/2 + retrybudget.Backoff(base, cap, n, r.Float64())/2
 		}
 		if d := ksUniform(full, ceil); d > ksCritical(N) {
 			t.Errorf("retry %d: KS D=%.4f > %.4f: not uniform on [0, %s)", n, d, ksCritical(N), ceil)
@@ -57,7 +59,7 @@ func TestBackoffFullJitterKS(t *testing.T) {
 
 func TestBackoffOverflow(t *testing.T) {
 	for _, n := range []int{40, 62, 63, 64, 1000} {
-		if d := backoff(time.Second, time.Minute, n, 0.999); d >= time.Minute || d < 0 {
+		if d := retrybudget.Backoff(time.Second, time.Minute, n, 0.999); d >= time.Minute || d < 0 {
 			t.Errorf("retry %d: %s", n, d)
 		}
 	}
@@ -66,13 +68,14 @@ func TestBackoffOverflow(t *testing.T) {
 // TestRetryBudgetWindow (R2): with every operation failing, retries stay
 // within min + ratio·operations per window.
 func TestRetryBudgetWindow(t *testing.T) {
-	b := newRetryBudget(Retry{}.WithDefaults())
+	r := Retry{}.WithDefaults()
+	b := retrybudget.New(r.BudgetRatio, r.BudgetMin, r.BudgetWindow)
 	now := time.Unix(1000, 0)
 	retries := 0
 	for i := range 1000 {
-		b.operation(now.Add(time.Duration(i) * time.Millisecond))
+		b.Operation(now.Add(time.Duration(i) * time.Millisecond))
 		for range 2 {
-			if b.tryRetry(now.Add(time.Duration(i) * time.Millisecond)) {
+			if b.TryRetry(now.Add(time.Duration(i) * time.Millisecond)) {
 				retries++
 			}
 		}
@@ -83,11 +86,11 @@ func TestRetryBudgetWindow(t *testing.T) {
 	// A new window: the minimum is available again.
 	later := now.Add(time.Minute)
 	for i := range DefaultBudgetMin {
-		if !b.tryRetry(later) {
+		if !b.TryRetry(later) {
 			t.Fatalf("retry %d refused in a fresh window", i)
 		}
 	}
-	if b.tryRetry(later) {
+	if b.TryRetry(later) {
 		t.Error("retry beyond the minimum allowed with no operations in the window")
 	}
 }

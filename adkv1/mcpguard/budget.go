@@ -2,7 +2,6 @@ package mcpguard
 
 import (
 	"context"
-	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -212,76 +211,4 @@ func RecordRetryAfter(ctx context.Context, d time.Duration) {
 	if h, ok := ctx.Value(hintKey{}).(*hintHolder); ok && d > 0 {
 		h.d.Store(int64(d))
 	}
-}
-
-// retryBudget caps retries to a fraction of operations over a sliding
-// window (Finagle-style): a retry is allowed while retries in the window are
-// below min + ratio·operations. It is safe for concurrent use.
-type retryBudget struct {
-	ratio  float64
-	min    int
-	bucket time.Duration
-
-	mu    sync.Mutex
-	slots [10]budgetSlot // Guarded by mu.
-}
-
-type budgetSlot struct {
-	epoch        int64
-	ops, retries int
-}
-
-func newRetryBudget(r Retry) *retryBudget {
-	return &retryBudget{ratio: r.BudgetRatio, min: r.BudgetMin, bucket: max(r.BudgetWindow/10, time.Millisecond)}
-}
-
-func (b *retryBudget) slotLocked(now time.Time) *budgetSlot {
-	e := now.UnixNano() / int64(b.bucket)
-	s := &b.slots[e%int64(len(b.slots))]
-	if s.epoch != e {
-		*s = budgetSlot{epoch: e}
-	}
-	return s
-}
-
-func (b *retryBudget) sumLocked(now time.Time) (ops, retries int) {
-	e := now.UnixNano() / int64(b.bucket)
-	for i := range b.slots {
-		if s := &b.slots[i]; s.epoch > e-int64(len(b.slots)) && s.epoch <= e {
-			ops += s.ops
-			retries += s.retries
-		}
-	}
-	return ops, retries
-}
-
-// operation records one operation.
-func (b *retryBudget) operation(now time.Time) {
-	b.mu.Lock()
-	b.slotLocked(now).ops++
-	b.mu.Unlock()
-}
-
-// tryRetry takes a retry from the budget, or reports false.
-func (b *retryBudget) tryRetry(now time.Time) bool {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	ops, retries := b.sumLocked(now)
-	if float64(retries) >= float64(b.min)+b.ratio*float64(ops) {
-		return false
-	}
-	b.slotLocked(now).retries++
-	return true
-}
-
-// backoff returns the full-jitter delay of retry n (from 0): u·min(cap, base·2ⁿ)
-// for u in [0, 1).
-func backoff(base, cap time.Duration, n int, u float64) time.Duration {
-	ceil := cap
-	if n < 62 {
-		if c := base << n; c > 0 && c < cap && c>>n == base {
-			ceil = c
-		}
-	}
-	return time.Duration(u * float64(ceil))
 }

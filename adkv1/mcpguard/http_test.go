@@ -15,10 +15,11 @@ import (
 	"google.golang.org/adk/tool/mcptoolset"
 	"google.golang.org/genai"
 
+	"google.golang.org/adk/agent"
+
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv1/mcpguard/mcpfault"
 	"github.com/adkbreaker/adkbreaker/registry"
-	"google.golang.org/adk/agent"
 )
 
 // httpCase runs over streamable HTTP on 127.0.0.1 in real time, with short

@@ -5,9 +5,10 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/adkbreaker/adkbreaker/redact"
 )
 
 // Keys and values of what a tool call returns to the model.

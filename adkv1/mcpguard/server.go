@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/adkv1/internal/adkctx"
+	"github.com/adkbreaker/adkbreaker/internal/retrybudget"
 	"github.com/adkbreaker/adkbreaker/redact"
 	"github.com/adkbreaker/adkbreaker/registry"
 )
@@ -26,7 +27,7 @@ type server struct {
 	cfg     Server // defaults applied
 	br      *registry.Breaker
 	conn    *conn
-	rb      *retryBudget
+	rb      *retrybudget.Budget
 	allow   map[string]bool // nil: every tool
 	idem    map[string]bool
 	h       health
@@ -54,7 +55,7 @@ type server struct {
 func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 	br.SetSelfAdmitting()                 // Tool.Run consults Registry.Admitted
 	br.SetCallBudget(cfg.OperationBudget) // every operation ends within it: a probe that has not answered by then has failed
-	s := &server{g: g, cfg: cfg, br: br, rb: newRetryBudget(cfg.Retry)}
+	s := &server{g: g, cfg: cfg, br: br, rb: retrybudget.New(cfg.Retry.BudgetRatio, cfg.Retry.BudgetMin, cfg.Retry.BudgetWindow)}
 	if len(cfg.Tools) > 0 {
 		s.allow = make(map[string]bool, len(cfg.Tools))
 		for _, t := range cfg.Tools {
@@ -259,7 +260,7 @@ func (s *server) discover(ctx context.Context, start time.Time) ([]*Tool, error)
 		o.end(ClassUnavailable, nil, e)
 		return nil, e
 	}
-	s.rb.operation(s.g.clock.Now())
+	s.rb.Operation(s.g.clock.Now())
 	var last *Error
 	for {
 		o.attempts++
@@ -411,7 +412,7 @@ const (
 func (s *server) call(ctx context.Context, t *Tool, args any) (map[string]any, error) {
 	o := s.newOp(ctx, BoundaryCallTool, t.remote)
 	o.beginCall()
-	s.rb.operation(s.g.clock.Now())
+	s.rb.Operation(s.g.clock.Now())
 	params := &mcp.CallToolParams{Name: t.remote, Arguments: args}
 	keyed := false
 	if tc, ok := adkctx.Tool(ctx); ok && s.g.idemKey != nil {
@@ -503,13 +504,13 @@ func (s *server) retry(o *op, e *Error, safe bool) bool {
 	}
 	delay := e.RetryAfter
 	if delay <= 0 {
-		delay = backoff(s.cfg.Retry.Base, s.cfg.Retry.Cap, o.retries, s.g.rand())
+		delay = retrybudget.Backoff(s.cfg.Retry.Base, s.cfg.Retry.Cap, o.retries, s.g.rand())
 	}
 	// A delay the server asked for is waited out exactly or not at all.
 	if !o.fits(delay) {
 		return false
 	}
-	if !s.rb.tryRetry(s.g.clock.Now()) {
+	if !s.rb.TryRetry(s.g.clock.Now()) {
 		s.g.log.Debug("mcpguard: retry budget spent", "server", s.cfg.Name, "operation", string(o.operation))
 		return false
 	}

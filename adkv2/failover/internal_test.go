@@ -13,6 +13,7 @@ import (
 	"google.golang.org/genai"
 
 	"github.com/adkbreaker/adkbreaker/config"
+	"github.com/adkbreaker/adkbreaker/internal/retryafter"
 )
 
 func TestBuildGeminiRedactsTheKey(t *testing.T) {
@@ -63,7 +64,7 @@ func TestNewCallClones(t *testing.T) {
 	type k struct{}
 	ctx := context.WithValue(context.Background(), k{}, "v")
 	cl = newCall(ctx, req, "m")
-	if cl.ctx.Value(k{}) != "v" || cl.ctx.Value(hintKey{}) != &cl.hint {
+	if cl.ctx.Value(k{}) != "v" || cl.ctx.Value(retryafter.HolderKey{}) != &cl.hint {
 		t.Error("attempt context values")
 	}
 }

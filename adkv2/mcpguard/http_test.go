@@ -17,10 +17,11 @@ import (
 	"google.golang.org/adk/v2/tool/mcptoolset"
 	"google.golang.org/genai"
 
+	"google.golang.org/adk/v2/agent"
+
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard"
 	"github.com/adkbreaker/adkbreaker/adkv2/mcpguard/mcpfault"
 	"github.com/adkbreaker/adkbreaker/registry"
-	"google.golang.org/adk/v2/agent"
 )
 
 // httpCase runs over streamable HTTP on 127.0.0.1 in real time, with short
