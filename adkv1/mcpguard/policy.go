@@ -54,7 +54,10 @@ type Server struct {
 	// CallTimeout for the person. See docs/mcp.md.
 	Client *mcp.ClientOptions
 	// Roots are the roots the client offers the server (roots/list).
-	Roots []*mcp.Root
+	// MCP deprecates roots as of protocol version 2026-07-28 (SEP-2577);
+	// servers on older versions still ask for them.
+	Roots []*Root
+
 	// CountAuthFailures makes an authorization failure (HTTP 401 or 403,
 	// or a failed OAuth flow: ClassAuth) a failure of the server's breaker.
 	// By default it is excluded: the server answered; the credentials are

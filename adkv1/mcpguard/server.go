@@ -72,7 +72,7 @@ func newServer(g *Guard, cfg Server, br *registry.Breaker) *server {
 	}
 	s.conn.client = mcp.NewClient(&mcp.Implementation{Name: "adkbreaker-mcpguard", Version: "v1"}, s.clientOptions(cfg.Client))
 	if len(cfg.Roots) > 0 {
-		s.conn.client.AddRoots(cfg.Roots...)
+		addRoots(s.conn.client, cfg.Roots) // roots_adkv*.go
 	}
 	s.h.server, s.h.required = cfg.Name, cfg.Required
 	return s
@@ -103,12 +103,7 @@ func (s *server) clientOptions(user *mcp.ClientOptions) *mcp.ClientOptions {
 			return h(ctx, req)
 		}
 	}
-	if h := o.CreateMessageHandler; h != nil {
-		o.CreateMessageHandler = func(ctx context.Context, req *mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
-			defer s.handlers.enter()()
-			return h(ctx, req)
-		}
-	}
+	timeSampling(&o, s.handlers.enter) // roots_adkv*.go
 	return &o
 }
 
