@@ -46,5 +46,3 @@ func (c *cache[K, V]) get(k K, mk func(K) V) (v V, ok bool) {
 	c.m.Store(&next)
 	return v, true
 }
-
-func (c *cache[K, V]) len() int { return len(*c.m.Load()) }

@@ -75,3 +75,6 @@ func TestWatchWithUncomparableProvider(t *testing.T) {
 	stop()
 	stop()
 }
+
+// len is how many attribute sets c holds (tests only).
+func (c *cache[K, V]) len() int { return len(*c.m.Load()) }
