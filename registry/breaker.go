@@ -84,7 +84,8 @@ type Breaker struct {
 	// tripMu serialises Trip calls.
 	tripMu sync.Mutex
 
-	// Lock order: gobreaker's mutex → mu → registry notifier mutex. Code
+	// Lock order: gobreaker's mutex → mu → registry notifier mutex; the
+	// latency estimators' mutexes (contain.mu, observed.mu) are leaves. Code
 	// holding mu never calls into gobreaker.
 	mu        sync.Mutex
 	cbGen     uint64        // Guarded by mu: identifies the live gobreaker.
@@ -129,6 +130,9 @@ type Breaker struct {
 	// budget is the client's call budget in nanoseconds (SetCallBudget);
 	// 0 for none.
 	budget atomic.Int64
+	// observed is the healthy latency the client measured (ObserveLatency);
+	// nil until it reports one (probewait.go).
+	observed atomic.Pointer[observedLatency]
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
@@ -368,17 +372,13 @@ func (b *Breaker) probe(now time.Time) (Ticket, Decision) {
 		}
 		lease := now.Add(b.probeTimeout())
 		t := b.ticket(done, true, lease)
+		t.r.began = now // read under mu, from b.probes
 		b.probes = append(b.probes, t.r)
 		b.mu.Unlock()
 		return t, Decision{Allowed: true, State: StateHalfOpen}
 	case errors.Is(err, gobreaker.ErrTooManyRequests):
 		b.mu.Lock()
-		wait := b.pol.ProbeLease
-		for _, r := range b.probes {
-			if w := r.lease.Sub(now); w < wait {
-				wait = w
-			}
-		}
+		wait := b.probesLeftLocked(now)
 		cause := b.openCause
 		b.mu.Unlock()
 		return b.refuse(now, StateHalfOpen, RefusedProbeBusy, max(wait, 0), cause)
@@ -577,8 +577,9 @@ func (b *Breaker) State() State {
 }
 
 // RetryAfter returns the time until the breaker next admits a probe: the
-// remaining open hold, or the busy probe's remaining lease; zero when calls
-// are admitted now; UntilReset while an operator isolates the dependency.
+// remaining open hold or, while the half-open probes are out, the time they
+// are expected still to take (see MinProbeRetryAfter); zero when calls are
+// admitted now; UntilReset while an operator isolates the dependency.
 func (b *Breaker) RetryAfter() time.Duration {
 	_, w := b.stateAndWait()
 	return w
@@ -627,10 +628,7 @@ func (b *Breaker) stateAndWait() (State, time.Duration) {
 			b.mu.Unlock()
 			return StateHalfOpen, 0
 		}
-		w := b.pol.ProbeLease
-		for _, r := range b.probes {
-			w = min(w, r.lease.Sub(now))
-		}
+		w := b.probesLeftLocked(now)
 		b.mu.Unlock()
 		return StateHalfOpen, max(w, 0)
 	default:
@@ -716,9 +714,10 @@ type Status struct {
 	// CauseLeaseExpired, CauseRetryHint, CauseQuotaExhausted or
 	// CauseIsolated — while it is open or half-open; zero while closed.
 	Cause Cause
-	// RetryAfter is the time until the breaker next admits a probe: zero
-	// when calls are admitted now, UntilReset for an isolated dependency
-	// (which admits nothing until an operator resets it).
+	// RetryAfter is the time until the breaker next admits a probe (see
+	// Breaker.RetryAfter): zero when calls are admitted now, UntilReset for
+	// an isolated dependency (which admits nothing until an operator resets
+	// it).
 	RetryAfter time.Duration
 	// Since is when the state last changed.
 	Since time.Time

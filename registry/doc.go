@@ -42,8 +42,11 @@
 //     (CauseHoldExpired). Until a call arrives, State already reports
 //     half_open with a zero RetryAfter, but no transition is published.
 //   - half_open admits HalfOpenProbes probe calls per episode, each with a
-//     lease of ProbeLease; others are refused with RefusedProbeBusy and the
-//     earliest lease's remaining time.
+//     lease of ProbeLease (shortened to its probe timeout); others are
+//     refused with RefusedProbeBusy and the time the probes are expected
+//     still to take: the p99 of the dependency's healthy latency less the
+//     time they have run, at least MinProbeRetryAfter, at most the earliest
+//     lease's remaining time (that time when the latency is not known).
 //   - half_open → closed after HalfOpenProbes probes succeeded
 //     (CauseProbeSucceeded); the hold growth resets.
 //   - half_open → open when a probe fails (CauseProbeFailed) or a probe's
@@ -79,8 +82,9 @@
 //
 // Holds, leases and RetryAfter are measured with the registry's Clock
 // (WithClock; by default the process's monotonic clock). RetryAfter is
-// exact: the remaining hold while open, the earliest remaining lease while
-// half-open and busy, zero when a call would be admitted. Tests use a
+// exact while open (the remaining hold) and zero when a call would be
+// admitted; while half-open and busy it is an estimate bounded by the
+// earliest remaining lease (see MinProbeRetryAfter). Tests use a
 // registrytest.FakeClock, or run inside a testing/synctest bubble with the
 // default clock, which then reads virtual time. gobreaker reads time.Now
 // itself (for the rolling window, and for its own 1ns open timeout that

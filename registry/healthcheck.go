@@ -11,7 +11,8 @@ import (
 // status endpoint). When a dependency has one (WithHealthCheck), half-open
 // probes are health checks: the breaker runs the check instead of admitting
 // the user's call, which is refused with half_open_busy and a retry_after of
-// the check's timeout. A nil error is a success; any error, a panic or
+// the time the check is expected to take (see MinProbeRetryAfter), at most
+// its timeout. A nil error is a success; any error, a panic or
 // running past the probe timeout (see Policy.CallTimeout and SlowInFlight) is
 // a failure. The context is cancelled at the probe timeout: a check must
 // return when it is (the probe counts as failed at the timeout either way,
@@ -50,7 +51,9 @@ func (b *Breaker) healthProbe(now time.Time) (Ticket, Decision) {
 	b.mu.Lock()
 	cause := b.openCause
 	b.mu.Unlock()
-	return b.refuse(now, StateHalfOpen, RefusedProbeBusy, timeout, cause)
+	// The check's expected time, as for any probe (probewait.go); its
+	// timeout when the dependency's latency is not known.
+	return b.refuse(now, StateHalfOpen, RefusedProbeBusy, probeLeft(t.r, now, b.expectedLatency()), cause)
 }
 
 var errHealthCheckPanic = errors.New("registry: health check panicked")

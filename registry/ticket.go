@@ -28,6 +28,7 @@ type ticketRec struct {
 	gen   uint64    // the breaker's generation at issue (see applyHint, Fresh)
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
+	began time.Time // probes only: when the probe was admitted (see probeLeft)
 	probe bool
 	lat   bool // a latency sample (stats.go)
 	// issued is the seq this use was issued under (read by lease expiry).
