@@ -113,6 +113,7 @@ func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registr
 	cl := newCall(ctx, req, ep.ModelName)
 	cl.m, cl.ep, cl.res, cl.caller, cl.actx, cl.yield = m, ep, res, ctx, ctx, yield
 	cl.from, cl.fromReason, cl.hops = c.from, c.fromReason, c.hops
+	cl.began = m.clock.Now()
 	defer cl.settle()
 	cl.stall.first, cl.stall.idle = stallDeadlines(&ep.Endpoint)
 	if ep.Timeout > 0 || cl.stall.on() {
@@ -270,6 +271,11 @@ func (cl *call) report(o registry.Outcome, hint time.Duration) {
 	}
 	cl.reported = true
 	cl.probeDone()
+	if o == registry.Success {
+		// The endpoint's healthy latency, admission to answer: how long a
+		// probe of it is expected to take (Breaker.ObserveLatency).
+		cl.ep.br.ObserveLatency(cl.m.clock.Now().Sub(cl.began))
+	}
 	cl.res.Report(o, hint)
 	cl.m.pending.Add(-1)
 }
@@ -295,10 +301,10 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 		return Verdict{Outcome: registry.Excluded}
 	}
 	if actx != ctx && context.Cause(actx) == errTimeout {
-		return Verdict{Outcome: registry.Failure, Failover: true, Reason: ReasonTimeout}
+		return cl.cutVerdict(ReasonTimeout)
 	}
 	if cl.stall.fired.Load() {
-		return Verdict{Outcome: registry.Failure, Failover: true, Reason: ReasonStall}
+		return cl.cutVerdict(ReasonStall)
 	}
 	var v Verdict
 	ok := false
@@ -312,6 +318,23 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 		v.RetryAfter = max(v.RetryAfter, cl.hint.Get()) // Retry-After, via RetryAfterTransport
 	}
 	return v
+}
+
+// cutVerdict is the verdict of a call our deadline cut (reason: timeout or
+// stall). When an HTTP attempt of the call was answered with a retry hint
+// (RetryAfterTransport saw it) the call is what that answer says — a 429
+// is rate_limited, a 503 server_error — with the hint: a client that
+// retries by itself (openai-go, by default) was sleeping out the hint when
+// the deadline passed, and the deadline must not swallow the server's
+// answer.
+func (cl *call) cutVerdict(r Reason) Verdict {
+	if hint := cl.hint.Get(); hint > 0 {
+		if v := apiVerdict(genai.APIError{Code: cl.hint.Status()}); v.Outcome == registry.Failure {
+			v.RetryAfter = max(v.RetryAfter, hint)
+			return v
+		}
+	}
+	return Verdict{Outcome: registry.Failure, Failover: true, Reason: r}
 }
 
 // holdFor returns how long to hold ep after a failure: until the daily
@@ -539,7 +562,8 @@ type call struct {
 	buf  [8]*genai.Content
 
 	stall stallWatch
-	probe bool // a half-open probe whose deadline is in ep.probeDue
+	probe bool      // a half-open probe whose deadline is in ep.probeDue
+	began time.Time // when the endpoint admitted the call (registry clock)
 
 	// The attempt's state.
 	m            *Model

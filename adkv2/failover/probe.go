@@ -12,9 +12,13 @@ import (
 // the endpoint may be tried again. While a recovering endpoint's trial call
 // (the half-open probe) is in flight, the breaker's circuit turns the call
 // away, whatever opened it first (a retry hint, a quota, failures): the
-// reason is circuit_open, and the wait is what remains of the probe's own
-// deadline (its Timeout or stall deadline), not the policy's ProbeLease,
-// which is only a backstop.
+// reason is circuit_open, and the wait is the time the probe is expected
+// still to take — the p99 of the endpoint's healthy latency, which every
+// successful call reports (Breaker.ObserveLatency), less the time the probe
+// has run, at least registry.MinProbeRetryAfter — never past what remains
+// of the probe's own deadline (its Timeout or stall deadline), which is the
+// wait while the endpoint's latency is not known. The policy's ProbeLease
+// is only a backstop.
 func (m *Model) refused(ep *endpoint, d registry.Decision) (Reason, time.Duration) {
 	if d.State == registry.StateHalfOpen && d.Reason == registry.RefusedProbeBusy {
 		return ReasonCircuitOpen, ep.probeWait(m.clock, d.RetryAfter)
@@ -22,8 +26,9 @@ func (m *Model) refused(ep *endpoint, d registry.Decision) (Reason, time.Duratio
 	return ep.refusalReason(d.Cause), d.RetryAfter
 }
 
-// probeWait caps w (a probe's remaining lease) by what remains of the
-// in-flight probe's current deadline, when one is known.
+// probeWait caps w (the breaker's wait for its probe: its expected
+// remaining time, or its remaining lease) by what remains of the in-flight
+// probe's current deadline, when one is known.
 func (ep *endpoint) probeWait(clk registry.Clock, w time.Duration) time.Duration {
 	due := ep.probeDue.Load()
 	if due == 0 || w <= 0 || w == registry.UntilReset {
@@ -46,7 +51,7 @@ func (cl *call) probeStarted() {
 		d = t
 	}
 	if d > 0 {
-		cl.ep.probeDue.Store(cl.m.clock.Now().Add(d).UnixNano())
+		cl.ep.probeDue.Store(cl.began.Add(d).UnixNano())
 	}
 }
 

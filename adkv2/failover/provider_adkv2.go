@@ -5,8 +5,6 @@ package failover
 import (
 	"errors"
 	"net/http"
-	"strconv"
-	"strings"
 	"time"
 
 	"github.com/openai/openai-go/v3"
@@ -62,22 +60,7 @@ func providerVerdict(err error) (Verdict, bool) {
 	}
 	v := apiVerdict(genai.APIError{Code: code})
 	if v.RetryAfter == 0 {
-		v.RetryAfter = openAIRetryAfter(hdr, time.Now())
+		v.RetryAfter = retryafter.FromHeader(hdr, time.Now()) // Retry-After-Ms, else Retry-After
 	}
 	return v, true
-}
-
-// openAIRetryAfter reads the retry hint the way openai-go's own retries do:
-// Retry-After-Ms (milliseconds) first, then Retry-After (seconds or an
-// HTTP date).
-func openAIRetryAfter(h http.Header, now time.Time) time.Duration {
-	if ms := strings.TrimSpace(h.Get("Retry-After-Ms")); ms != "" {
-		if n, err := strconv.ParseFloat(ms, 64); err == nil && n > 0 {
-			return retryafter.Seconds(n / 1000)
-		}
-	}
-	if ra := h.Get("Retry-After"); ra != "" {
-		return retryafter.Parse(ra, now)
-	}
-	return 0
 }
