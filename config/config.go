@@ -624,9 +624,12 @@ func (p Policy) Apply(base registry.Policy) registry.Policy {
 	}
 	if p.NoTripOnRetryHint != nil {
 		out.NoTripOnRetryHint = *p.NoTripOnRetryHint
-		if p.TripOnRetryHint == nil {
+		if *p.NoTripOnRetryHint && p.TripOnRetryHint == nil {
 			out.TripOnRetryHint = nil // the older spelling decides
 		}
+		// no_trip_on_retry_hint: false (its default) only clears an
+		// inherited true: it does not turn tripping on (trip_on_retry_hint:
+		// true does), and leaves an inherited trip_on_retry_hint as it is.
 	}
 	if p.TripOnRetryHint != nil && p.NoTripOnRetryHint == nil {
 		// The file's word wins over an inherited older spelling (both in one

@@ -17,18 +17,31 @@ func TestTripOnRetryHintKeys(t *testing.T) {
 	if p := f.PolicyFor("other"); p.TripsOnRetryHint() {
 		t.Error("other: inherits no_trip_on_retry_hint from the defaults, want false")
 	}
-	// A model endpoint's policy starts from a base that does not trip (as
-	// failover.DefaultPolicy) and can turn it back on, with either spelling.
-	off := false
-	base := registry.Policy{TripOnRetryHint: &off}
-	on := true
-	for _, p := range []config.Policy{{TripOnRetryHint: &on}, {NoTripOnRetryHint: &off}} {
-		if !p.Apply(base).TripsOnRetryHint() {
-			t.Errorf("%+v applied to a non-tripping base: does not trip", p)
-		}
+	if p := mustParse(t, "version: 1\ndependencies:\n  api:\n    tools: [a]\n", config.YAML).PolicyFor("api"); p.TripsOnRetryHint() {
+		t.Error("a policy that sets neither key trips on a retry hint: the default is false")
 	}
-	if (config.Policy{}).Apply(base).TripsOnRetryHint() {
-		t.Error("an empty policy changed the base")
+	// Only trip_on_retry_hint: true turns tripping on. The older spelling's
+	// false (its default) clears an inherited no_trip_on_retry_hint and
+	// leaves an inherited trip_on_retry_hint as it is.
+	off, on := false, true
+	for _, tc := range []struct {
+		base registry.Policy
+		p    config.Policy
+		want bool
+	}{
+		{registry.Policy{TripOnRetryHint: &off}, config.Policy{TripOnRetryHint: &on}, true},
+		{registry.Policy{TripOnRetryHint: &off}, config.Policy{NoTripOnRetryHint: &off}, false},
+		{registry.Policy{}, config.Policy{NoTripOnRetryHint: &off}, false},
+		{registry.Policy{NoTripOnRetryHint: true}, config.Policy{NoTripOnRetryHint: &off}, false},
+		{registry.Policy{TripOnRetryHint: &on}, config.Policy{NoTripOnRetryHint: &off}, true},
+		{registry.Policy{TripOnRetryHint: &on}, config.Policy{NoTripOnRetryHint: &on}, false},
+		{registry.Policy{TripOnRetryHint: &on}, config.Policy{TripOnRetryHint: &off}, false},
+		{registry.Policy{TripOnRetryHint: &on}, config.Policy{}, true},
+		{registry.Policy{TripOnRetryHint: &off}, config.Policy{}, false},
+	} {
+		if got := tc.p.Apply(tc.base); got.TripsOnRetryHint() != tc.want || got.Validate() != nil {
+			t.Errorf("%+v applied to %+v: trips=%v validate=%v, want trips=%v", tc.p, tc.base, got.TripsOnRetryHint(), got.Validate(), tc.want)
+		}
 	}
 	_, err := config.Parse([]byte("version: 1\ndependencies:\n  api:\n    tools: [a]\n    policy: {trip_on_retry_hint: true, no_trip_on_retry_hint: true, retry_hint_failures: 2000}\n"), config.YAML)
 	if err == nil || !strings.Contains(err.Error(), "no_trip_on_retry_hint") || !strings.Contains(err.Error(), "retry_hint_failures") {

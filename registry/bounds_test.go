@@ -83,9 +83,16 @@ func TestStatusCause(t *testing.T) {
 	if c := b.Status().Cause; c != 0 {
 		t.Fatalf("closed cause = %v", c)
 	}
+	// RetryHintFailures (3) failures in a row, the last with a hint, open
+	// it for the hint; one of them alone does not.
+	mustAdmit(t, b).Done(failure)
+	mustAdmit(t, b).Done(failure)
+	if c := b.Status().Cause; c != 0 {
+		t.Fatalf("closed cause after two failures = %v", c)
+	}
 	mustAdmit(t, b).DoneWithRetryAfter(failure, 20*time.Second)
 	if st := b.Status(); st.State != open || st.Cause != registry.CauseRetryHint || st.RetryAfter != 20*time.Second {
-		t.Fatalf("after a 429 with a hint: %+v", st)
+		t.Fatalf("after a third failure, a 429 with a hint: %+v", st)
 	}
 	if _, d := b.Admit(); d.Cause != registry.CauseRetryHint {
 		t.Fatalf("refusal cause = %v", d.Cause)
@@ -99,8 +106,8 @@ func TestStatusCause(t *testing.T) {
 // A half-open probe failing with a retry hint re-opens for at least the
 // hint, with the hint's cause, whether or not the policy trips on hints.
 func TestProbeFailureWithHint(t *testing.T) {
-	for _, noTrip := range []bool{false, true} {
-		pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true, NoTripOnRetryHint: noTrip}
+	for _, tripOn := range []*bool{nil, ptr(true), ptr(false)} {
+		pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true, TripOnRetryHint: tripOn}
 		clk, _, b := newBreaker(t, pol)
 		trip(t, b)
 		clk.Advance(11 * time.Second)
@@ -112,7 +119,7 @@ func TestProbeFailureWithHint(t *testing.T) {
 		st := b.Status()
 		wantCause := registry.CauseRetryHint // a failed probe re-opens either way
 		if st.State != open || st.RetryAfter != 90*time.Second || st.Cause != wantCause {
-			t.Fatalf("noTrip=%v: after a failed probe with a 90s hint: %+v", noTrip, st)
+			t.Fatalf("trip_on_retry_hint=%v: after a failed probe with a 90s hint: %+v", pol.TripsOnRetryHint(), st)
 		}
 		if b.PendingProbes() != 0 {
 			t.Fatalf("probe still pending")

@@ -469,9 +469,10 @@ func (b *Breaker) failProbe(done func(error), cause Cause) {
 // applyHint applies a server retry hint reported with an outcome of a call
 // admitted under Reset generation gen. A hint from a call admitted before a
 // Reset is dropped: the fresh breaker owes it nothing. A failure with a hint
-// opens the breaker at once for the hint (Trip with CauseRetryHint) when the
-// policy trips on hints (the default); otherwise it opens it, for at least
-// the hint, only as the last of RetryHintFailures consecutive failures. In
+// opens the breaker, for at least the hint, only as the last of
+// RetryHintFailures consecutive failures (the default), or at once for the
+// hint (Trip with CauseRetryHint) when the policy opts in with
+// TripOnRetryHint true. In
 // every other case the hint only sets a floor for the hold
 // (ObserveRetryAfter). It reports whether it tripped.
 func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {

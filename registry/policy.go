@@ -75,25 +75,28 @@ type Policy struct {
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 
 	// TripOnRetryHint says what a failure carrying a server retry hint
-	// (HTTP 429 or 503 with Retry-After, a Gemini RetryInfo) does. If nil or
-	// true (the default, right for tools and MCP servers: a backend that
-	// says "come back in 30s" is not called again before), it opens the
-	// breaker at once, for the hint (capped at MaxRetryHint), cause
-	// retry_hint. If false (failover.DefaultPolicy: one rate-limit answer of
-	// a model endpoint must not demote every user to the fallback model),
-	// the failure counts as one ordinary failure and the hint is a floor for
-	// the hold once the breaker opens: by its thresholds, or after
-	// RetryHintFailures failures in a row the last of which carried a hint.
+	// (HTTP 429 or 503 with Retry-After, a Gemini RetryInfo, an MCP
+	// server's declined SSE retry:) does. If nil or false (the default, for
+	// every kind of dependency), the failure counts as one ordinary failure
+	// and the hint is a floor for the hold once the breaker opens: by its
+	// thresholds, or after RetryHintFailures failures in a row the last of
+	// which carried a hint (cause retry_hint). One 429 among successes so
+	// never opens the breaker, while a backend answering 429 to every call
+	// is open by the RetryHintFailures-th call and not called again before
+	// the hint has passed: tripping on one or two samples refuses a healthy
+	// dependency to every user for the whole hint. If true (an explicit
+	// opt-in), every failure with a hint opens the breaker at once, for the
+	// hint (capped at MaxRetryHint), cause retry_hint.
 	TripOnRetryHint *bool `json:"trip_on_retry_hint,omitempty" yaml:"trip_on_retry_hint,omitempty"`
-	// RetryHintFailures applies when TripOnRetryHint is false: this many
+	// RetryHintFailures applies when TripOnRetryHint is not true: this many
 	// consecutive failures, the last of which carries a retry hint, open the
 	// breaker (cause retry_hint) for at least the hint. Sustained
 	// exhaustion — every call answered 429 — so opens on the
 	// RetryHintFailures-th call, while one 429 among successes never does.
 	// If 0, 3. At most 1000.
 	RetryHintFailures int `json:"retry_hint_failures,omitempty" yaml:"retry_hint_failures,omitempty"`
-	// NoTripOnRetryHint is the older spelling of TripOnRetryHint false; it
-	// must not be combined with TripOnRetryHint true.
+	// NoTripOnRetryHint is the older spelling of TripOnRetryHint false (now
+	// the default); it must not be combined with TripOnRetryHint true.
 	NoTripOnRetryHint bool `json:"no_trip_on_retry_hint,omitempty" yaml:"no_trip_on_retry_hint,omitempty"`
 
 	// CallTimeout is the dependency's per-call deadline. A guarded function
@@ -365,17 +368,15 @@ func (p Policy) validateContain() []error {
 }
 
 // tripsOnHint reports whether a failure with a retry hint opens the breaker
-// at once (TripOnRetryHint, NoTripOnRetryHint).
+// at once: only when TripOnRetryHint is true (Validate refuses it together
+// with NoTripOnRetryHint, the older spelling of false).
 func (p *Policy) tripsOnHint() bool {
-	if p.TripOnRetryHint != nil {
-		return *p.TripOnRetryHint
-	}
-	return !p.NoTripOnRetryHint
+	return p.TripOnRetryHint != nil && *p.TripOnRetryHint
 }
 
 // TripsOnRetryHint reports whether a failure carrying a server retry hint
-// opens the breaker at once under p (TripOnRetryHint, NoTripOnRetryHint;
-// the default is true).
+// opens the breaker at once under p: only with TripOnRetryHint true; the
+// default (nil) is false, for every kind of dependency.
 func (p Policy) TripsOnRetryHint() bool { return p.tripsOnHint() }
 
 // CheckCallTimeout reports every layered-timeout rule that a client's own

@@ -10,43 +10,53 @@ import (
 
 func ptr[T any](v T) *T { return &v }
 
-// With TripOnRetryHint false (model endpoints), one failure with a hint
-// among successes leaves the breaker closed, a floor for a later hold;
-// RetryHintFailures failures in a row, the last with a hint, open it for
-// at least the hint, and never before that call.
+// By default (TripOnRetryHint nil), as with either spelling of false, one
+// failure with a hint among successes leaves the breaker closed, a floor for
+// a later hold; RetryHintFailures (3 by default) failures in a row, the last
+// with a hint, open it for at least the hint, and never before that call.
 func TestRetryHintStreakOpensForTheHint(t *testing.T) {
-	pol := registry.Policy{ConsecutiveFailures: 10, DisableFailureRate: true, OpenFor: 5 * time.Second, NoJitter: true,
-		TripOnRetryHint: ptr(false), RetryHintFailures: 3}
-	clk, _, b := newBreaker(t, pol)
-	for i := range 20 {
-		tk := mustAdmit(t, b)
-		if i == 5 {
-			tk.DoneWithRetryAfter(failure, 40*time.Second)
-			continue
-		}
-		tk.Done(registry.Success)
-	}
-	if st := b.Status(); st.State != registry.StateClosed || st.Counts.Trips != 0 {
-		t.Fatalf("one hinted failure among successes: %+v, want closed", st)
-	}
-	clk.Advance(time.Second)
-	for i := 1; i <= 3; i++ {
-		mustAdmit(t, b).DoneWithRetryAfter(failure, 40*time.Second)
-		if st := b.State(); (st == registry.StateOpen) != (i == 3) {
-			t.Fatalf("after %d hinted failures in a row: %v", i, st)
-		}
-	}
-	st := b.Status()
-	if st.Cause != registry.CauseRetryHint || st.RetryAfter != 40*time.Second {
-		t.Fatalf("opened by the streak: %+v, want cause retry_hint for the 40s hint (OpenFor is 5s)", st)
-	}
-	clk.Advance(39 * time.Second)
-	if _, d := b.Admit(); d.Allowed {
-		t.Fatal("admitted within the hint")
-	}
-	clk.Advance(time.Second)
-	if tk, d := b.Admit(); !d.Allowed || !tk.Probe() {
-		t.Fatalf("after the hint: %+v, want a probe", d)
+	for name, pol := range map[string]registry.Policy{
+		"default":               {},
+		"trip_on_retry_hint":    {TripOnRetryHint: ptr(false)},
+		"no_trip_on_retry_hint": {NoTripOnRetryHint: true},
+	} {
+		t.Run(name, func(t *testing.T) {
+			pol.ConsecutiveFailures, pol.DisableFailureRate, pol.OpenFor, pol.NoJitter = 10, true, 5*time.Second, true
+			if pol.TripsOnRetryHint() {
+				t.Fatal("TripsOnRetryHint")
+			}
+			clk, _, b := newBreaker(t, pol)
+			for i := range 20 {
+				tk := mustAdmit(t, b)
+				if i == 5 {
+					tk.DoneWithRetryAfter(failure, 40*time.Second)
+					continue
+				}
+				tk.Done(registry.Success)
+			}
+			if st := b.Status(); st.State != registry.StateClosed || st.Counts.Trips != 0 {
+				t.Fatalf("one hinted failure among successes: %+v, want closed", st)
+			}
+			clk.Advance(time.Second)
+			for i := 1; i <= registry.DefaultRetryHintFailures; i++ {
+				mustAdmit(t, b).DoneWithRetryAfter(failure, 40*time.Second)
+				if st := b.State(); (st == registry.StateOpen) != (i == registry.DefaultRetryHintFailures) {
+					t.Fatalf("after %d hinted failures in a row: %v", i, st)
+				}
+			}
+			st := b.Status()
+			if st.Cause != registry.CauseRetryHint || st.RetryAfter != 40*time.Second {
+				t.Fatalf("opened by the streak: %+v, want cause retry_hint for the 40s hint (OpenFor is 5s)", st)
+			}
+			clk.Advance(39 * time.Second)
+			if _, d := b.Admit(); d.Allowed {
+				t.Fatal("admitted within the hint")
+			}
+			clk.Advance(time.Second)
+			if tk, d := b.Admit(); !d.Allowed || !tk.Probe() {
+				t.Fatalf("after the hint: %+v, want a probe", d)
+			}
+		})
 	}
 }
 
@@ -74,9 +84,10 @@ func TestRetryHintStreakNeedsTheHintLast(t *testing.T) {
 }
 
 func TestTripOnRetryHintDefaultsAndValidation(t *testing.T) {
-	if !(registry.Policy{}).TripsOnRetryHint() || (registry.Policy{NoTripOnRetryHint: true}).TripsOnRetryHint() ||
-		(registry.Policy{TripOnRetryHint: ptr(false)}).TripsOnRetryHint() {
-		t.Fatal("TripsOnRetryHint: want true by default, false with either spelling")
+	if (registry.Policy{}).TripsOnRetryHint() || (registry.Policy{NoTripOnRetryHint: true}).TripsOnRetryHint() ||
+		(registry.Policy{TripOnRetryHint: ptr(false)}).TripsOnRetryHint() || !(registry.Policy{TripOnRetryHint: ptr(true)}).TripsOnRetryHint() ||
+		(registry.Policy{}).WithDefaults().TripsOnRetryHint() {
+		t.Fatal("TripsOnRetryHint: want false by default and with either spelling of false, true only with trip_on_retry_hint: true")
 	}
 	err := registry.Policy{NoTripOnRetryHint: true, TripOnRetryHint: ptr(true), RetryHintFailures: -1}.Validate()
 	if err == nil || !strings.Contains(err.Error(), "no_trip_on_retry_hint: contradicts") || !strings.Contains(err.Error(), "retry_hint_failures: must be in [0, 1000]") {

@@ -64,18 +64,21 @@ func TestSlowPathClosedReservationIsNotAProbe(t *testing.T) {
 }
 
 // A call admitted on the contained fast path after a Reset carries the
-// current generation, so its retry hint still opens the breaker.
+// current generation, so its retry hint still opens the breaker (as the
+// last of RetryHintFailures hinted failures in a row).
 func TestHintAfterResetOnTheContainedPath(t *testing.T) {
 	for _, mc := range []int{0, 4} {
 		reg := registry.MustNew(registry.WithDefaultPolicy(registry.Policy{ConsecutiveFailures: 100, DisableFailureRate: true, MaxConcurrent: mc}))
 		b, _ := reg.Get("db")
 		b.Reset()
-		var r registry.Reservation
-		if !b.TryReserve(&r) {
-			t.Fatal("not admitted")
+		for range registry.DefaultRetryHintFailures {
+			var r registry.Reservation
+			if !b.TryReserve(&r) {
+				t.Fatal("not admitted")
+			}
+			r.Report(registry.Failure, 30*time.Second)
 		}
-		r.Report(registry.Failure, 30*time.Second)
-		if b.State() != registry.StateOpen {
+		if st := b.Status(); st.State != registry.StateOpen || st.Cause != registry.CauseRetryHint {
 			t.Errorf("max_concurrent %d: the retry hint of a call admitted after Reset was dropped", mc)
 		}
 	}

@@ -154,8 +154,11 @@ const (
 	CauseIsolated
 	// CauseReset: an operator reset the dependency to closed.
 	CauseReset
-	// CauseRetryHint: Trip opened the breaker for a server's retry hint (a
-	// 429 with Retry-After or RetryInfo) before the failure threshold.
+	// CauseRetryHint: the breaker opened for a server's retry hint (a 429
+	// with Retry-After or RetryInfo) before the failure threshold: as the
+	// last of Policy.RetryHintFailures failures in a row, on a failed probe
+	// with a hint, on the first hinted failure under TripOnRetryHint true,
+	// or by Trip.
 	CauseRetryHint
 	// CauseQuotaExhausted: Trip opened the breaker because a quota is spent
 	// (for example a per-day model quota).

@@ -84,10 +84,10 @@ func (t Ticket) Probe() bool {
 func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 
 // DoneWithRetryAfter reports the outcome together with a server retry hint.
-// A failure with a hint opens the breaker at once for the hint, unless the
-// policy sets TripOnRetryHint false (then only as the last of
-// RetryHintFailures consecutive failures); otherwise the hint becomes a
-// floor for the open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// A failure with a hint is one ordinary failure: it opens the breaker, for
+// at least the hint, only as the last of RetryHintFailures consecutive
+// failures (at once only if the policy sets TripOnRetryHint true); otherwise
+// the hint becomes a floor for the open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
 // before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r

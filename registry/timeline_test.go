@@ -145,6 +145,14 @@ func TestTimeline(t *testing.T) {
 			},
 		},
 		{
+			name: "hint shorter than the configured hold does not shorten it",
+			pol:  registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * s, NoJitter: true},
+			steps: []step{
+				{0, admit("a"), want{state: closed}},
+				{0, doneHint("a", failure, 3*s), want{state: open, retry: 10 * s}},
+			},
+		},
+		{
 			name: "no_trip_on_retry_hint: hint shorter than the configured hold does not shorten it",
 			pol:  registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * s, NoJitter: true, NoTripOnRetryHint: true},
 			steps: []step{
@@ -153,11 +161,25 @@ func TestTimeline(t *testing.T) {
 			},
 		},
 		{
-			name: "a failure with a hint opens at once for the hint, before the threshold",
-			pol:  registry.Policy{ConsecutiveFailures: 5, OpenFor: 10 * s, NoJitter: true},
+			name: "trip_on_retry_hint: a failure with a hint opens at once for the hint, before the threshold",
+			pol:  registry.Policy{ConsecutiveFailures: 5, OpenFor: 10 * s, NoJitter: true, TripOnRetryHint: ptr(true)},
 			steps: []step{
 				{0, admit("a"), want{state: closed}},
 				{0, doneHint("a", failure, 3*s), want{state: open, retry: 3 * s}},
+			},
+		},
+		{
+			name: "a failure with a hint is one ordinary failure, a floor once the breaker opens",
+			pol:  registry.Policy{ConsecutiveFailures: 5, OpenFor: 10 * s, NoJitter: true},
+			steps: []step{
+				{0, admit("a"), want{state: closed}},
+				{0, doneHint("a", failure, 30*s), want{state: closed}},
+				{0, call(success), want{state: closed}},
+				{0, call(failure), want{state: closed}},
+				{0, call(failure), want{state: closed}},
+				{0, call(failure), want{state: closed}},
+				{0, call(failure), want{state: closed}},
+				{1 * s, call(failure), want{state: open, retry: 29 * s}}, // fifth in a row: the hint floors the 10s hold
 			},
 		},
 		{

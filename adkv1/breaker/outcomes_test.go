@@ -401,26 +401,36 @@ func TestCallerCancellationIsNotATimeout(t *testing.T) {
 	})
 }
 
-// TestToolRetryAfterOpensAtOnce: a tool answering 429 with Retry-After opens
-// its breaker at once for the hinted time, as a model endpoint does; the
-// policy switch keeps the old behaviour (one ordinary failure).
-func TestToolRetryAfterOpensAtOnce(t *testing.T) {
+// TestToolRetryAfterIsOneFailure: a tool answering one 429 with Retry-After
+// among successes counts one ordinary failure: its breaker stays closed and
+// the next turn's call runs (the hint is a floor for the hold once the
+// breaker opens). trip_on_retry_hint: true opts in to opening at once for
+// the hint.
+func TestToolRetryAfterIsOneFailure(t *testing.T) {
 	a := newToolAgent(t, toolAgentSetup{})
+	a.turn()
 	a.mode.Store(toolLimited)
 	a.turn()
 	b := a.breaker()
-	if st, ra := b.State(), b.RetryAfter(); st != registry.StateOpen || ra != 120*time.Second {
-		t.Fatalf("after one 429 with Retry-After 120s: %v, retry after %v; want open for 120s", st, ra)
+	if st, c := b.Status(), b.Counts(); st.State != registry.StateClosed || c.Failures != 1 || c.Trips != 0 {
+		t.Fatalf("after one 429 with Retry-After 120s among successes: %v (cause %v, retry after %s), counts %+v; want closed, one failure",
+			st.State, st.Cause, st.RetryAfter, c)
 	}
-	if got := b.Status().Cause; got != registry.CauseRetryHint {
-		t.Fatalf("cause = %v, want retry_hint", got)
+	a.mode.Store(toolUp)
+	if got := a.turn(); got["record"] != "r1" || a.ran.Load() != 3 {
+		t.Fatalf("the next turn: %v, tool ran %d times; want the call run", got, a.ran.Load())
 	}
 
-	old := newToolAgent(t, toolAgentSetup{}, breaker.WithPolicy("lookup-api", registry.Policy{ConsecutiveFailures: 3, NoTripOnRetryHint: true}))
-	old.mode.Store(toolLimited)
-	old.turn()
-	if st := old.breaker().State(); st != registry.StateClosed {
-		t.Fatalf("with no_trip_on_retry_hint: %v after one 429, want closed", st)
+	on := true
+	opt := newToolAgent(t, toolAgentSetup{}, breaker.WithPolicy("lookup-api", registry.Policy{ConsecutiveFailures: 3, TripOnRetryHint: &on}))
+	opt.mode.Store(toolLimited)
+	opt.turn()
+	ob := opt.breaker()
+	if st, ra := ob.State(), ob.RetryAfter(); st != registry.StateOpen || ra != 120*time.Second {
+		t.Fatalf("with trip_on_retry_hint: %v, retry after %v after one 429; want open for 120s", st, ra)
+	}
+	if got := ob.Status().Cause; got != registry.CauseRetryHint {
+		t.Fatalf("cause = %v, want retry_hint", got)
 	}
 }
 

@@ -54,9 +54,9 @@
 // counts outcomes still owed; it is zero whenever no call is in progress.
 // A failure's server retry hint (Gemini's RetryInfo.retryDelay, or the
 // Retry-After header seen by RetryAfterTransport) fails that call over at
-// once. Under DefaultPolicy (TripOnRetryHint false) it does not open the
-// endpoint's breaker by itself — one 429 would demote every user — but it
-// is a floor for the open hold. A 429 is a refusal, not a failure of the
+// once. Under DefaultPolicy (TripOnRetryHint false, as by default) it does
+// not open the endpoint's breaker by itself — one 429 would demote every
+// user — but it is a floor for the open hold. A 429 is a refusal, not a failure of the
 // breaker's thresholds: RetryHintFailures (5) refusals in a row open the
 // breaker for the hint (at least OpenFor), so an endpoint answering 429 to
 // every call is open on its fifth and skipped until the hint has passed,

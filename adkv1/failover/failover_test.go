@@ -613,8 +613,16 @@ func TestDefaultPolicyWarning(t *testing.T) {
 	reg := registry.MustNew()
 	m := failover.MustNew("chat", reg, []failover.Endpoint{{LLM: newFake("a", step{}), Key: "k1"}}, failover.WithLogger(logs.logger()))
 	m.Close()
-	if !strings.Contains(logs.String(), "trips more easily than failover.DefaultPolicy()") {
-		t.Errorf("no warning for the registry default policy:\n%s", logs.String())
+	if !strings.Contains(logs.String(), "trips more easily than failover.DefaultPolicy()") || !strings.Contains(logs.String(), "trip_on_retry_hint=false") {
+		t.Errorf("no warning for the registry default policy (its thresholds; it does not trip on a hint):\n%s", logs.String())
+	}
+	// A default policy as safe as DefaultPolicy but for trip_on_retry_hint:
+	// true (one 429 would demote every user) is still warned about.
+	var hinted logBuf
+	reg = registry.MustNew(registry.WithDefaultPolicy(tripOnHint(failover.DefaultPolicy())))
+	failover.MustNew("chat", reg, []failover.Endpoint{{LLM: newFake("a", step{}), Key: "k1"}}, failover.WithLogger(hinted.logger())).Close()
+	if !strings.Contains(hinted.String(), "trips more easily than failover.DefaultPolicy()") || !strings.Contains(hinted.String(), "trip_on_retry_hint=true") {
+		t.Errorf("no warning for a default policy with trip_on_retry_hint: true:\n%s", hinted.String())
 	}
 	var quiet logBuf
 	reg = registry.MustNew(failover.PolicyOptions("k1")...)

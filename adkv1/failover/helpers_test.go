@@ -171,7 +171,8 @@ func dailyQuota() map[string]any {
 }
 
 // tripOnHint returns p with TripOnRetryHint on: a failure with a retry
-// hint opens the breaker at once, for the hint (the tools' default).
+// hint opens the breaker at once, for the hint (an explicit opt-in: the
+// registry default, like DefaultPolicy, does not).
 func tripOnHint(p registry.Policy) registry.Policy {
 	on := true
 	p.TripOnRetryHint = &on

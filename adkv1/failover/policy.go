@@ -27,10 +27,11 @@ import (
 //   - ProbeLease 5m: a probe is a real model call, possibly a long stream;
 //     the lease must outlive it (failover reports every outcome by defer,
 //     so the lease is only a backstop).
-//   - TripOnRetryHint false, RetryHintFailures 5: one 429 (or 503) with a
-//     retry hint does not open the breaker for every user; per-call
-//     failover serves that call from the next endpoint, and the hint is a
-//     floor for the hold if the breaker opens later. A 429 is a refusal,
+//   - TripOnRetryHint false (the registry's default too; set explicitly),
+//     RetryHintFailures 5 (not 3): one 429 (or 503) with a retry hint does
+//     not open the breaker for every user; per-call failover serves that
+//     call from the next endpoint, and the hint is a floor for the hold if
+//     the breaker opens later. A 429 is a refusal,
 //     not a failure of the thresholds above (a storm refusing half the
 //     calls would trip them): five refusals in a row open the breaker for
 //     the hint (at least OpenFor), so an endpoint answering 429 to every
@@ -40,9 +41,10 @@ import (
 //     ExhaustionFalseOpen), so a partial storm does not open it. Three in a
 //     row start a storm refusing half the calls once in 8, five once in
 //     32. A hinted 503 counts as a failure, and RetryHintFailures of them
-//     in a row, the last hinted, open it. (Tools keep the registry's
-//     default: a hinted failure opens at once.) An exhausted daily quota
-//     still opens at once, until the quota resets.
+//     in a row, the last hinted, open it. (A tool or an MCP server under
+//     the registry's default is open on its third hinted failure in a
+//     row.) An exhausted daily quota still opens at once, until the quota
+//     resets.
 //   - MaxRetryHint 1h: caps a server's retry hint and the daily-quota hold.
 //     Raise it to 24h to hold an endpoint whose daily quota is exhausted
 //     until the quota resets rather than probing it hourly.

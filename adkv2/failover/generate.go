@@ -213,11 +213,11 @@ func (cl *call) handle(resp *model.LLMResponse, err error) bool {
 			}
 			cl.report(registry.Excluded, hold)
 		case hold > 0:
-			// A server's retry hint: the registry opens the breaker for it
-			// at once when the policy trips on hints (tools' default);
-			// DefaultPolicy keeps it a floor for the hold, and opens for it
+			// A server's retry hint: by default (DefaultPolicy, and the
+			// registry's) a floor for the hold, opening the breaker for it
 			// only after RetryHintFailures failures in a row (a hinted 5xx;
-			// a 429 goes to the exhaustion check above).
+			// a 429 goes to the exhaustion check above); the registry opens
+			// it at once only when the policy opts in to TripOnRetryHint.
 			r := v.Reason
 			ep.hintReason.Store(&r)
 			cl.report(v.Outcome, hold)

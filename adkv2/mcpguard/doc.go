@@ -61,7 +61,12 @@
 // retries to a fraction of operations. A delay the server asks for
 // (Retry-After, through HTTPClient) is waited out exactly, or the retry is
 // not made; likewise an SSE retry: that does not fit what is left of the
-// operation is declined at once (ReasonRetryDeclined).
+// operation is declined at once (ReasonRetryDeclined). Either delay is the
+// server's retry hint for its breaker (Error.RetryAfterHint): the failed
+// call counts as one ordinary failure, and the hint is a floor for the hold
+// once the breaker opens; RetryHintFailures (3) such failures in a row open
+// it for the hint (registry.Policy.TripOnRetryHint true opens it on the
+// first).
 //
 // # Optional and required servers
 //

@@ -118,7 +118,8 @@ const (
 
 	// ReasonRetryDeclined: the server ended an SSE stream asking (retry:)
 	// for a wait before resuming it longer than the operation had left; the
-	// wait was declined at once. Error.RetryAfter holds the requested wait.
+	// wait was declined at once. Error.RetryAfter holds the requested wait:
+	// the server's retry hint, handled like an HTTP Retry-After.
 	ReasonRetryDeclined Reason = "retry_declined"
 )
 

@@ -10,7 +10,8 @@
 //	BLACKHOLE         the connection is accepted, nothing is ever answered
 //	SLOW_LIST         every tools/list page takes Config.Delay
 //	SLOW_CALL         every tools/call takes Config.Delay
-//	FLAPPING          tools/call fails (connection dropped, or HTTP 503) for
+//	FLAPPING          tools/call fails (connection dropped, or HTTP 503 or
+//	                  Config.FlapStatus, such as 429) for
 //	                  the first RecoverAfter calls, or alternately every
 //	                  FlapEvery calls; the tool does not run
 //	MALFORMED         a tools/call result has the wrong shape

@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -156,6 +157,9 @@ func (s *Server) httpFaults(next http.Handler) http.Handler {
 		var peek struct {
 			Method string          `json:"method"`
 			ID     json.RawMessage `json:"id"`
+			Params struct {
+				Name string `json:"name"`
+			} `json:"params"`
 		}
 		_ = json.Unmarshal(body, &peek)
 		if err := s.sleep(r.Context(), s.latencyOf(peek.Method)); err != nil {
@@ -186,9 +190,14 @@ func (s *Server) httpFaults(next http.Handler) http.Handler {
 			if s.cfg.RetryAfter > 0 {
 				w.Header().Set("Retry-After", strconv.Itoa(int((s.cfg.RetryAfter+time.Second-1)/time.Second)))
 			}
-			http.Error(w, "flapping: down", http.StatusServiceUnavailable)
+			code := http.StatusServiceUnavailable
+			if s.cfg.FlapStatus != 0 {
+				code = s.cfg.FlapStatus
+			}
+			http.Error(w, "flapping: down", code)
 			return
-		case peek.Method == "tools/call" && s.cfg.StreamRetry != "":
+		case peek.Method == "tools/call" && s.cfg.StreamRetry != "" &&
+			(len(s.cfg.StreamRetryTools) == 0 || slices.Contains(s.cfg.StreamRetryTools, peek.Params.Name)):
 			rec := httptest.NewRecorder()
 			next.ServeHTTP(rec, r) // the tool runs; its answer waits for the resumption
 			s.mu.Lock()

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"maps"
 	"net"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -130,8 +131,11 @@ type Config struct {
 	// OversizeBytes is the text size of Oversized results. If 0, 10 MiB.
 	OversizeBytes int
 	// RetryAfter, for Flapping over HTTP, is sent as the Retry-After header
-	// of the 503 a failing call gets. If 0, none.
+	// of the 503 (or FlapStatus) a failing call gets. If 0, none.
 	RetryAfter time.Duration
+	// FlapStatus, for Flapping over HTTP, is the HTTP status a failing
+	// call gets: 429 makes a rate-limiting server. If 0, 503.
+	FlapStatus int
 	// StreamRetry, over HTTP, answers every tools/call on an SSE stream that
 	// the server ends at once after a priming event (an id and no data)
 	// carrying this SSE "retry:" value, verbatim ("86400000" asks the client
@@ -139,6 +143,9 @@ type Config struct {
 	// values). The tool runs; its answer is served when the client resumes
 	// the stream (GET with Last-Event-ID). Empty: off.
 	StreamRetry string
+	// StreamRetryTools, if set, limits StreamRetry to calls of the tools
+	// named; calls of other tools are answered as usual.
+	StreamRetryTools []string
 	// Latency delays messages by method, whatever the mode: on the
 	// in-process transport the client's write of that method takes this
 	// long (so "notifications/initialized" can cost the client time), over
@@ -283,6 +290,7 @@ func New(cfg Config) *Server {
 	if cfg.OversizeBytes == 0 {
 		cfg.OversizeBytes = 10 << 20
 	}
+	cfg.StreamRetryTools = slices.Clone(cfg.StreamRetryTools) // the server's own copy
 	s := &Server{cfg: cfg, mode: cfg.Mode, execs: map[string]int{}, metas: map[string][]mcp.Meta{}, requests: map[string]int{},
 		conns: map[*faultConn]bool{}, done: make(chan struct{}), latency: map[string]time.Duration{}}
 	for k, v := range cfg.Latency {
