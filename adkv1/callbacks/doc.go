@@ -45,7 +45,10 @@
 //     ended a turn, so that a LoopAgent whose worker gave no tool call to
 //     escalate on exits on that answer instead of spinning.
 //     BeforeModel also replaces each protected function tool of the request
-//     by a GuardedTool (Config.NoAutoGuard turns that off).
+//     by a GuardedTool (Config.NoAutoGuard turns that off). The tools ADK v2
+//     installs itself for task-mode and single_turn sub-agents, and
+//     finish_task, are no dependencies unless a mapping names them: their
+//     sub-agents run in the same invocation, under the same callbacks.
 //     A GuardedTool runs with the turn's deadline (MaxTurnDuration) in its
 //     context: a call the deadline cuts is excluded and answered with
 //     degrade.TurnDeadlineNote, and the turn ends.

@@ -57,12 +57,16 @@ type ModelGuard interface {
 // ErrTurnEnded is returned by BeforeModel for a model call made after the
 // plugin already ended the invocation's turn (a budget spent, or no model
 // endpoint available) by an agent that already read the plugin's final
-// answer in that branch. An agent that has not read it yet — a sibling
-// branch of a ParallelAgent, the next agent of a SequentialAgent — is
-// answered with the same final answer once instead, so that the run ends
-// on the plugin's answer rather than failing. Plain agents never make such
-// a call; a LoopAgent would, and without this error it would spin forever
-// on the plugin's final answers.
+// answer in that branch as many times as it may (16). An agent that has
+// not read it yet — a sibling branch of a ParallelAgent, the next agent of
+// a SequentialAgent, the next node of a graph workflow — is answered with
+// the same final answer instead, and one that runs again — a node of an
+// ADK v2 graph workflow whose edges loop back to it: the graph's routing,
+// not the plugin, ends the loop — reads it again, so that the run ends on
+// the plugin's answer rather than failing. Plain agents never make such
+// calls; a LoopAgent stops on the plugin's escalating answer (OnEvent).
+// Without this error a loop that never leaves would spin forever on the
+// plugin's final answers.
 var ErrTurnEnded = errors.New("adkbreaker: the turn already ended (a budget was spent, or the model is unavailable)")
 
 // Defaults of Config.
@@ -381,7 +385,11 @@ func (h *Handler) BeforeTool(ctx agent.ToolContext, t tool.Tool, args map[string
 			}
 			return nil, nil
 		}
-		bd = h.res.bind(t)
+		if h.res.framework(t) {
+			bd = h.res.frameworkBinding(t.Name()) // ADK v2's own delegation tools: no breaker (resolver.framework)
+		} else {
+			bd = h.res.bind(t)
+		}
 	}
 	// The repeated-call guard answers a repeat the breaker admits; a call
 	// the breaker refuses is the breaker's (its payload says which
@@ -748,7 +756,7 @@ func (h *Handler) BeforeModel(ctx agent.CallbackContext, req *model.LLMRequest) 
 		sub = rk.Run
 	}
 	if resp, err, done := h.ends.check(ctx, sub); done {
-		return resp, err // the turn ended: its final answer once per agent and branch, then ErrTurnEnded
+		return resp, err // the turn ended: its final answer (up to maxFinalReads per agent and branch), then ErrTurnEnded
 	}
 	if f != nil {
 		if _, ended := h.ledger.State(sub); ended {

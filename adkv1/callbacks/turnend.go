@@ -37,11 +37,19 @@ func (h *Handler) OnEvent(_ agent.InvocationContext, ev *session.Event) (*sessio
 // which agents — by name and branch — have read it, until the run's
 // AfterRun. A model call of the ended turn from an agent that has not read
 // the answer yet (a sibling branch of a ParallelAgent, the next sub-agent
-// of a SequentialAgent) is answered with the same final answer, once: the
-// run ends on the plugin's answer instead of failing with ErrTurnEnded
-// (which a ParallelAgent turns into a failed run). A second call from the
-// same agent and branch still gets ErrTurnEnded, so that a loop without
-// the plugin's OnEvent cannot spin on final answers.
+// of a SequentialAgent, the next node of an ADK v2 graph workflow) is
+// answered with the same final answer: the run ends on the plugin's answer
+// instead of failing with ErrTurnEnded (which a ParallelAgent, or a graph
+// workflow's node, turns into a failed run).
+//
+// An agent that already read it is answered with it again, up to
+// maxFinalReads reads in all: an ADK v2 graph workflow whose edges loop
+// back to a node runs that node again, and the graph's own routing, not the
+// plugin, decides when the loop ends (a workflow ignores Escalate); a
+// LoopAgent stops on the escalating answer (OnEvent). Past maxFinalReads
+// the call gets ErrTurnEnded, so that a loop that never leaves — a graph
+// routing back until the model says something it never will, a LoopAgent
+// without the plugin's OnEvent — cannot spin on final answers.
 //
 // An end that covers only one branch (the repeated-call guard ended a
 // ParallelAgent branch's loop) is remembered for that agent and branch
@@ -55,8 +63,21 @@ type turnEnds struct {
 type turnEnd struct {
 	resp  *model.LLMResponse // the final answer of a whole-run end; nil while only branches ended
 	whole bool
-	read  map[string]struct{} // reader keys (readerOf) that read a final answer
+	read  map[string]*finalRead // by reader key (readerOf): the readers of a final answer
 }
+
+// finalRead is what one reader (an agent in a branch) read of an ended
+// turn: the final answer, and how many times.
+type finalRead struct {
+	resp *model.LLMResponse
+	n    int
+}
+
+// maxFinalReads bounds how many times one agent, in one branch, reads an
+// ended turn's final answer (see turnEnds): enough for a graph workflow
+// that loops back to the agent a bounded number of times, few enough that
+// a loop that never leaves stops on ErrTurnEnded at once.
+const maxFinalReads = 16
 
 // readerOf names the agent and branch of ctx.
 func readerOf(ctx agent.ReadonlyContext) string { return ctx.AgentName() + "\x00" + ctx.Branch() }
@@ -71,20 +92,25 @@ func (e *turnEnds) end(ctx agent.ReadonlyContext, rk runKey, whole bool, resp *m
 	}
 	te := e.m[rk.Run]
 	if te == nil {
-		te = &turnEnd{read: map[string]struct{}{}}
+		te = &turnEnd{read: map[string]*finalRead{}}
 		e.m[rk.Run] = te
 		e.n.Add(1)
 	}
 	if whole && !te.whole {
 		te.whole, te.resp = true, resp
 	}
-	te.read[readerOf(ctx)] = struct{}{}
+	who := readerOf(ctx)
+	if r := te.read[who]; r != nil {
+		r.resp, r.n = resp, r.n+1
+		return
+	}
+	te.read[who] = &finalRead{resp: resp, n: 1}
 }
 
-// check answers a model call of run from ctx's agent: ErrTurnEnded when
-// that agent (in its branch) already read a final answer; the run's final
-// answer, once, when the whole run ended; done is false otherwise (the call
-// goes on).
+// check answers a model call of run from ctx's agent: the final answer it
+// read again when that agent (in its branch) already read one, and
+// ErrTurnEnded once it read it maxFinalReads times; the run's final answer
+// when the whole run ended; done is false otherwise (the call goes on).
 func (e *turnEnds) check(ctx agent.ReadonlyContext, run string) (resp *model.LLMResponse, err error, done bool) {
 	if e.n.Load() == 0 {
 		return nil, nil, false
@@ -96,13 +122,17 @@ func (e *turnEnds) check(ctx agent.ReadonlyContext, run string) (resp *model.LLM
 		return nil, nil, false
 	}
 	who := readerOf(ctx)
-	if _, read := te.read[who]; read {
-		return nil, ErrTurnEnded, true
+	if r := te.read[who]; r != nil {
+		if r.n >= maxFinalReads {
+			return nil, ErrTurnEnded, true
+		}
+		r.n++
+		return cloneFinal(r.resp), nil, true
 	}
 	if !te.whole {
 		return nil, nil, false
 	}
-	te.read[who] = struct{}{}
+	te.read[who] = &finalRead{resp: te.resp, n: 1}
 	return cloneFinal(te.resp), nil, true
 }
 

@@ -116,3 +116,74 @@ func TestTurnBudgetNeverSpinsALoopAgent(t *testing.T) {
 		}
 	}
 }
+
+// endlessLoop is a loop that never leaves on its own: built around worker,
+// under a plugin that registers its OnEvent callback or not.
+type endlessLoop struct {
+	name    string
+	onEvent bool
+	build   func(t *testing.T, worker agent.Agent) agent.Agent
+}
+
+// TestEndedTurnReadsAreBounded: an agent that runs again after the turn
+// ended reads the plugin's final answer again (a graph workflow looping back
+// to a node: its routing, not the plugin, ends the loop), but at most 16
+// times: a loop that never leaves — a LoopAgent without the plugin's
+// OnEvent, a graph routing back forever — then gets ErrTurnEnded instead of
+// spinning on final answers, after no more model calls than the budget.
+func TestEndedTurnReadsAreBounded(t *testing.T) {
+	loops := append([]endlessLoop{{name: "loopagent without OnEvent", build: func(t *testing.T, worker agent.Agent) agent.Agent {
+		loop, err := loopagent.New(loopagent.Config{AgentConfig: agent.Config{Name: "loop", SubAgents: []agent.Agent{worker}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return loop
+	}}}, extraEndlessLoops()...)
+	for _, l := range loops {
+		t.Run(l.name, func(t *testing.T) {
+			h, err := breaker.NewHandler(breaker.WithTurnBudget(3, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg := h.PluginConfig("adkbreaker")
+			if !l.onEvent {
+				cfg.OnEventCallback = nil
+			}
+			p, err := adkplugin.New(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			llm := scripted.New("s", func(*model.LLMRequest) *model.LLMResponse { return scripted.Text("again") })
+			worker, err := llmagent.New(llmagent.Config{Name: "worker", Model: llm})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r, err := runner.New(runner.Config{AppName: "l", Agent: l.build(t, worker), SessionService: session.InMemoryService(), AutoCreateSession: true,
+				PluginConfig: runner.PluginConfig{Plugins: []*adkplugin.Plugin{p}}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			var finals int
+			var runErr error
+			items := 0
+			for ev, err := range r.Run(t.Context(), "u", "s", genai.NewContentFromText("go", genai.RoleUser), agent.RunConfig{}) {
+				if items++; items > 500 {
+					t.Fatal("the loop is spinning")
+				}
+				if err != nil {
+					runErr = err
+					break // a consumer stops at the first error (a LoopAgent would go on)
+				}
+				if ev != nil && ev.Author == "worker" && endedBy([]*session.Event{ev}) == string(callbacks.TurnEndModelCallBudget) {
+					finals++
+				}
+			}
+			if !errors.Is(runErr, callbacks.ErrTurnEnded) || finals != 16 || llm.Calls() != 3 {
+				t.Fatalf("error %v after %d final answers, %d model calls: want ErrTurnEnded after 16, 3 model calls", runErr, finals, llm.Calls())
+			}
+			if tk, inv := h.Pending(); tk != 0 || inv != 0 {
+				t.Fatalf("state left: %d tickets, %d invocations", tk, inv)
+			}
+		})
+	}
+}

@@ -13,6 +13,7 @@ import (
 
 	"google.golang.org/adk/v2/tool"
 
+	"github.com/adkbreaker/adkbreaker/adkv2/internal/adkctx"
 	"github.com/adkbreaker/adkbreaker/degrade"
 	"github.com/adkbreaker/adkbreaker/internal/lastgood"
 	"github.com/adkbreaker/adkbreaker/internal/repeatguard"
@@ -68,6 +69,11 @@ type resolver struct {
 	// a handful of names (a tool returns the same string each time, so
 	// equal names compare by pointer) is cheaper than hashing one.
 	few atomic.Pointer[[]namedBinding]
+	// frameworks caches the bindings of ADK's own tools (frameworkBinding)
+	// by name, apart from byName: a tool of the user's with the same name
+	// is bound as usual.
+	frameworks sync.Map // string → *binding
+	nFramework atomic.Int64
 }
 
 // fewNames bounds resolver.few.
@@ -308,6 +314,9 @@ func (r *resolver) lookupTool(t tool.Tool) *binding {
 // keyOfTool returns the dependency t's calls are counted under, without
 // creating anything; false for a tool passed through unprotected.
 func (r *resolver) keyOfTool(t tool.Tool) (registry.Key, bool) {
+	if r.framework(t) {
+		return "", false
+	}
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {
 		return b.key, b.br != nil
@@ -320,6 +329,9 @@ func (r *resolver) keyOfTool(t tool.Tool) (registry.Key, bool) {
 // is cached already (nil otherwise), and whether that breaker's policy is
 // in shadow mode.
 func (r *resolver) protection(t tool.Tool) (bd *binding, protected, shadow bool) {
+	if r.framework(t) {
+		return nil, false, false
+	}
 	k := keyOf(t)
 	if b, ok := r.cached(k); ok {
 		if b.br == nil {
@@ -332,4 +344,39 @@ func (r *resolver) protection(t tool.Tool) (bd *binding, protected, shadow bool)
 		return nil, false, false
 	}
 	return nil, true, r.reg.PolicyFor(key).Shadow // a breaker's policy is the one it was created with
+}
+
+// framework reports whether t is one of ADK's own tools that delegate to a
+// sub-agent or end a task (adkctx.FrameworkTool: ADK v2's task and
+// single_turn agent tools, finish_task) and no mapping names it. Such a tool
+// is no dependency of its own, as an agent tool is not (see mapped): the
+// sub-agent runs in the caller's invocation, under the same plugin, and its
+// tools and model calls meet their breakers there; a breaker around the
+// whole sub-agent would trip on its slowness (CallTimeout), charge its
+// dependencies' failures to it, and hide their breakers; and finish_task
+// only ends a task. ADK v1 has none (false, inlined away).
+func (r *resolver) framework(t tool.Tool) bool {
+	return adkctx.FrameworkTool(t) && !r.mapped(t.Name())
+}
+
+// frameworkBinding is the binding of one of ADK's own tools (framework): no
+// breaker; the repeated-call guard counts its calls by name (a caller
+// delegating the same request again is still a loop), following the
+// policy the name would have for shadow mode, as an agent tool's do.
+func (r *resolver) frameworkBinding(name string) *binding {
+	if v, ok := r.frameworks.Load(name); ok {
+		return v.(*binding)
+	}
+	b := &binding{tool: name, shadow: r.reg.PolicyFor(registry.Key(name)).Shadow}
+	b.repeat = repeatLimitOf(r.repeatDefault, r.repeatTools, 0, name)
+	if b.repeat > 0 {
+		b.toolHash = repeatguard.ToolHash(name)
+	}
+	if r.nFramework.Load() < int64(r.maxCache) {
+		if v, loaded := r.frameworks.LoadOrStore(name, b); loaded {
+			return v.(*binding)
+		}
+		r.nFramework.Add(1)
+	}
+	return b
 }

@@ -11,3 +11,8 @@ func Tool(v any) (agent.ToolContext, bool) {
 	tc, ok := v.(agent.ToolContext)
 	return tc, ok && tc != nil
 }
+
+// FrameworkTool reports whether t is one of the tools ADK installs itself to
+// delegate to a sub-agent or end a task (ADK v2's task and single_turn agent
+// tools, finish_task): ADK v1 has none.
+func FrameworkTool(t any) bool { return false }

@@ -6,5 +6,6 @@
 // agent.Context that every context implements; a callback context answers
 // the tool-only methods (FunctionCallID, Actions, …) with zero values and a
 // line on the standard logger. [Tool] tells them apart on both lines without
-// calling any of those methods.
+// calling any of those methods. [FrameworkTool] recognises the tools ADK v2
+// installs itself for task-mode and single_turn sub-agents.
 package adkctx
