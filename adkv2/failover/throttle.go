@@ -22,18 +22,24 @@ import (
 //
 //	max(0, (requests − K·accepts) / (requests + 1)), at most MaxRejectProbability
 //
-// is only a cap, computed over sent calls and over control buckets (every
-// fifth bucket of the window, in which nothing is shed): counting shed calls
-// as requests that can never be accepts made it run to its cap under a
-// storm that refuses a share of the calls whatever the load. Below the cap
-// the probability grows while the buckets that shed accept as large a share
-// of their offered calls as the control buckets (a capacity limit: what is
-// shed would have been refused), halves when they accept less (shedding
-// turns away calls the endpoint would have answered: a storm that does not
-// depend on the load, left to per-call failover), and drops to 0 after a
-// bucket in which every sent call was accepted. It needs about 20 calls a
-// second with the default Window before it sheds anything; lengthen Window
-// for less traffic.
+// is only a cap, computed over sent calls and over buckets in which nothing
+// was shed: counting shed calls as requests that can never be accepts made
+// it run to its cap under a storm that refuses a share of the calls
+// whatever the load. Below the cap the throttle sheds only once it has seen
+// that shedding costs the endpoint no accepted calls, by a trial: once the
+// cap over the latest bucket reaches 0.1, it sheds that share in every
+// other bucket (of the window's ten) and compares the share of offered
+// calls the endpoint accepted in the buckets that shed with that of the
+// others, until the difference a load-independent storm would show is 2.5
+// standard errors (a few buckets at 30 calls a second), at most a window.
+// Equal shares (a capacity limit: what is shed would have been refused),
+// and it sheds the cap's share in every bucket but every fifth, comparing
+// the same way all along; lower by the shed share (a storm that does not
+// depend on the load, left to per-call failover), and it stops, waiting two
+// windows before the next trial, twice as long after each further finding
+// while the storm lasts. A bucket in which every sent call was accepted ends
+// the shedding. It needs about 20 calls a second with the default Window
+// before it sheds anything; lengthen Window for less traffic.
 //
 // Shed calls never reach the endpoint's breaker: they are not failures, and
 // a storm that is not an outage never opens it. A call is shed only while
@@ -55,7 +61,8 @@ type Throttle struct {
 	// DefaultThrottleK. In (1, 10].
 	K float64
 	// Window is the trailing window over which calls are counted, in ten
-	// buckets (two of them control buckets). If 0, DefaultThrottleWindow.
+	// buckets (nothing is shed in every other one during a trial, in every
+	// fifth while shedding). If 0, DefaultThrottleWindow.
 	// In [1s, 1h].
 	Window time.Duration
 	// MaxRejectProbability caps the probability of shedding a call, so the

@@ -17,6 +17,7 @@
 //	go run ./samples/failover -logs    # also print the structured log lines (stderr)
 //	go run ./samples/failover -scenario partial-429   # a partial 429 storm, throttling off and on
 //	go run ./samples/failover -scenario storms        # load-independent and load-dependent storms, sustained exhaustion
+//	go run ./samples/failover -scenario storms -seeds 200   # every storm over 200 seeds: mean, worst, within target
 package main
 
 import (
@@ -56,6 +57,7 @@ const (
 func main() {
 	offline := flag.Bool("offline", os.Getenv("GOOGLE_API_KEY") == "", "use fake endpoints on 127.0.0.1 (default unless GOOGLE_API_KEY is set)")
 	showLogs := flag.Bool("logs", false, "print adkbreaker's structured log lines on stderr")
+	seeds := flag.Int("seeds", 0, "with -scenario storms: run every storm over seeds 1…n (in process) and print the distribution of the fallback's share instead of the seeded table")
 	scenario := flag.String("scenario", "story", "story (an outage, a retry hint, a recovery), partial-429 (a rate-limit storm on a third of the calls, throttling off and on; offline) or storms (both storm shapes at 10, 33 and 50 %, and sustained exhaustion; offline)")
 	flag.Parse()
 	var logger *slog.Logger
@@ -70,7 +72,7 @@ func main() {
 	case *scenario == "partial-429":
 		err = runPartial429(ctx)
 	case *scenario == "storms":
-		err = runStorms(ctx)
+		err = runStorms(ctx, *seeds)
 	case *scenario != "story":
 		err = fmt.Errorf("unknown -scenario %q (want story, partial-429 or storms)", *scenario)
 	case *offline:

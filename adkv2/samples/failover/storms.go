@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/adk/v2/model"
 	"google.golang.org/genai"
@@ -75,21 +76,28 @@ func (f *stormGemini) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if i := strings.IndexByte(name, ':'); i >= 0 {
 		name = name[:i]
 	}
-	f.mu.Lock()
-	f.hits++
-	no := f.decide != nil && f.decide(f.clock.Now())
-	if no {
-		f.refuse++
-	}
-	f.mu.Unlock()
+	no, hint := f.answer()
 	w.Header().Set("Content-Type", "application/json")
 	if no {
 		w.WriteHeader(429)
 		fmt.Fprintf(w, `{"error":{"code":429,"message":"Resource has been exhausted (e.g. check quota).","status":"RESOURCE_EXHAUSTED",`+
-			`"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":%q}]}}`, f.hint)
+			`"details":[{"@type":"type.googleapis.com/google.rpc.RetryInfo","retryDelay":%q}]}}`, hint)
 		return
 	}
 	fmt.Fprintf(w, `{"candidates":[{"content":{"role":"model","parts":[{"text":"Hello from %s."}]},"finishReason":"STOP"}],"modelVersion":%q}`, name, name)
+}
+
+// answer counts a call and decides it: refused (with the hint to send) or
+// answered.
+func (f *stormGemini) answer() (refused bool, hint string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.hits++
+	refused = f.decide != nil && f.decide(f.clock.Now())
+	if refused {
+		f.refuse++
+	}
+	return refused, f.hint
 }
 
 func (f *stormGemini) set(decide func(time.Time) bool) {
@@ -130,9 +138,43 @@ type stormChain struct {
 	br         *registry.Breaker
 	mu         sync.Mutex
 	shed       int
+	opened     time.Time // when the primary's breaker was first seen open (zero: never)
 }
 
-func newStormChain(ctx context.Context, throttle bool, seed uint64) (*stormChain, error) {
+// stormBackend is how a storm chain reaches its fake endpoints.
+type stormBackend int
+
+const (
+	// viaGenai: the real genai client and model/gemini (built by
+	// FromConfig) over an in-process HTTP transport; what the table shows.
+	viaGenai stormBackend = iota
+	// inProcess: model.LLMs that fail as model/gemini does on a 429 with
+	// RetryInfo (a genai.APIError), built with failover.New: the same
+	// failover, breaker, throttle and exhaustion code on the same answers,
+	// about 20 times faster, for running a storm over many seeds.
+	inProcess
+)
+
+// stormLLM serves a fake endpoint's answers in process.
+type stormLLM struct {
+	name string
+	g    *stormGemini
+}
+
+func (s *stormLLM) Name() string { return s.name }
+
+func (s *stormLLM) GenerateContent(context.Context, *model.LLMRequest, bool) iter.Seq2[*model.LLMResponse, error] {
+	return func(yield func(*model.LLMResponse, error) bool) {
+		if no, hint := s.g.answer(); no {
+			yield(nil, genai.APIError{Code: 429, Status: "RESOURCE_EXHAUSTED", Message: "Resource has been exhausted (e.g. check quota).",
+				Details: []map[string]any{{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": hint}}})
+			return
+		}
+		yield(&model.LLMResponse{Content: genai.NewContentFromText("Hello from "+s.name+".", genai.RoleModel), TurnComplete: true}, nil)
+	}
+}
+
+func newStormChain(ctx context.Context, backend stormBackend, throttle bool, seed uint64) (*stormChain, error) {
 	c := &stormChain{clk: registrytest.NewFakeClock(time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC))}
 	c.pro = &stormGemini{clock: c.clk, hint: stormHint}
 	c.flash = &stormGemini{clock: c.clk, hint: stormHint}
@@ -148,8 +190,7 @@ func newStormChain(ctx context.Context, throttle bool, seed uint64) (*stormChain
 	if err != nil {
 		return nil, err
 	}
-	c.m, err = failover.FromConfig(ctx, "assistant", chain, reg,
-		failover.WithBaseTransport(memTransport{"127.0.0.1:1": c.pro, "127.0.0.1:2": c.flash}),
+	opts := []failover.Option{
 		failover.WithLogger(slog.New(slog.DiscardHandler)),
 		failover.WithThrottleRandom(rand.New(rand.NewPCG(seed, 1)).Float64),
 		failover.WithOnFailover(func(_ context.Context, ev failover.Event) {
@@ -158,11 +199,24 @@ func newStormChain(ctx context.Context, throttle bool, seed uint64) (*stormChain
 				c.shed++
 				c.mu.Unlock()
 			}
-		}))
+		}),
+	}
+	proKey, flashKey := registry.Key(chain.Endpoints[0].Identity()), registry.Key(chain.Endpoints[1].Identity())
+	if backend == inProcess {
+		pro := failover.Endpoint{LLM: &stormLLM{name: proModel, g: c.pro}, Key: proKey, ModelName: proModel}
+		if throttle {
+			pro.Throttle = &failover.Throttle{}
+		}
+		c.m, err = failover.New("assistant", reg, []failover.Endpoint{pro,
+			{LLM: &stormLLM{name: flashModel, g: c.flash}, Key: flashKey, ModelName: flashModel}}, opts...)
+	} else {
+		c.m, err = failover.FromConfig(ctx, "assistant", chain, reg,
+			append(opts, failover.WithBaseTransport(memTransport{"127.0.0.1:1": c.pro, "127.0.0.1:2": c.flash}))...)
+	}
 	if err != nil {
 		return nil, err
 	}
-	c.br, err = reg.Get(registry.Key(chain.Endpoints[0].Identity()))
+	c.br, err = reg.Get(proKey)
 	return c, err
 }
 
@@ -196,6 +250,9 @@ func (c *stormChain) offerN(ctx context.Context, n int) (tally, error) {
 			}
 		}
 		t.calls++
+		if c.opened.IsZero() && !c.br.Closed() {
+			c.opened = c.clk.Now()
+		}
 		switch answered {
 		case "Hello from " + proModel + ".":
 			t.byPro++
@@ -219,7 +276,14 @@ type stormResult struct {
 	minute3  tally // its last minute
 	after    tally // the 30 s after it
 	trips    uint64
+	// openedAfter is how long after the storm began the primary's breaker
+	// was first seen open (after a call); -1 if it never opened.
+	openedAfter time.Duration
 }
+
+// openedAtOnset reports whether the primary opened in the storm's first
+// second, where its first refusals can be those of sustained exhaustion.
+func (r stormResult) openedAtOnset() bool { return r.openedAfter >= 0 && r.openedAfter <= time.Second }
 
 // refuser returns a storm's decide function.
 func refuser(shape stormShape, share float64, clk registry.Clock, seed uint64) func(time.Time) bool {
@@ -240,32 +304,48 @@ func refuser(shape stormShape, share float64, clk registry.Clock, seed uint64) f
 	}
 }
 
-// measureStorm runs stormBefore of healthy traffic, one storm for
-// stormFor, then stormAfter without it.
-func measureStorm(ctx context.Context, shape stormShape, share float64, throttle bool, seed uint64) (stormResult, error) {
-	r := stormResult{shape: shape, share: share, throttle: throttle}
-	c, err := newStormChain(ctx, throttle, seed)
+// stormPlan is how long a storm run offers calls: healthy traffic, the
+// storm, and after it.
+type stormPlan struct{ before, storm, after time.Duration }
+
+// tablePlan is the table's: stormBefore, stormFor, stormAfter.
+var tablePlan = stormPlan{stormBefore, stormFor, stormAfter}
+
+// measureStorm runs the table's storm: stormBefore of healthy traffic,
+// the storm for stormFor, then stormAfter without it.
+func measureStorm(ctx context.Context, backend stormBackend, shape stormShape, share float64, throttle bool, seed uint64) (stormResult, error) {
+	return measureStormPlan(ctx, backend, tablePlan, shape, share, throttle, seed)
+}
+
+func measureStormPlan(ctx context.Context, backend stormBackend, plan stormPlan, shape stormShape, share float64, throttle bool, seed uint64) (stormResult, error) {
+	r := stormResult{shape: shape, share: share, throttle: throttle, openedAfter: -1}
+	c, err := newStormChain(ctx, backend, throttle, seed)
 	if err != nil {
 		return r, err
 	}
 	defer c.m.Close()
-	if _, err := c.offer(ctx, stormBefore); err != nil { // healthy traffic first
+	if _, err := c.offer(ctx, plan.before); err != nil { // healthy traffic first
 		return r, err
 	}
+	start := c.clk.Now()
 	c.pro.set(refuser(shape, share, c.clk, seed))
-	first, err := c.offer(ctx, stormFor-time.Minute)
+	last := min(time.Minute, plan.storm)
+	first, err := c.offer(ctx, plan.storm-last)
 	if err != nil {
 		return r, err
 	}
-	if r.minute3, err = c.offer(ctx, time.Minute); err != nil {
+	if r.minute3, err = c.offer(ctx, last); err != nil {
 		return r, err
 	}
 	r.storm = tally{calls: first.calls + r.minute3.calls, byPro: first.byPro + r.minute3.byPro, shed: first.shed + r.minute3.shed}
 	c.pro.set(nil)
-	if r.after, err = c.offer(ctx, stormAfter); err != nil {
+	if r.after, err = c.offer(ctx, plan.after); err != nil {
 		return r, err
 	}
 	r.trips = c.br.Counts().Trips
+	if !c.opened.IsZero() {
+		r.openedAfter = c.opened.Sub(start)
+	}
 	return r, nil
 }
 
@@ -279,9 +359,9 @@ type exhaustionResult struct {
 
 // measureExhaustion warms the chain up (healthy, or under a storm), then
 // makes the primary refuse everything with a 40 s hint.
-func measureExhaustion(ctx context.Context, before string, throttle bool, seed uint64) (exhaustionResult, error) {
+func measureExhaustion(ctx context.Context, backend stormBackend, before string, throttle bool, seed uint64) (exhaustionResult, error) {
 	r := exhaustionResult{before: before, throttle: throttle}
-	c, err := newStormChain(ctx, throttle, seed)
+	c, err := newStormChain(ctx, backend, throttle, seed)
 	if err != nil {
 		return r, err
 	}
@@ -357,7 +437,7 @@ func measureStorms(ctx context.Context) (stormReport, error) {
 	for _, shape := range []stormShape{loadIndependent, loadDependent} {
 		for _, share := range stormShares {
 			for _, throttle := range stormThrottleOnOff {
-				r, err := measureStorm(ctx, shape, share, throttle, stormSeed(shape, share, throttle))
+				r, err := measureStorm(ctx, viaGenai, shape, share, throttle, stormSeed(shape, share, throttle))
 				if err != nil {
 					return rep, err
 				}
@@ -374,7 +454,7 @@ func measureStorms(ctx context.Context) (stormReport, error) {
 	}
 	for i, before := range exhaustionBefore {
 		for _, throttle := range stormThrottleOnOff {
-			r, err := measureExhaustion(ctx, before, throttle, stormSeed(2, float64(i), throttle))
+			r, err := measureExhaustion(ctx, viaGenai, before, throttle, stormSeed(2, float64(i), throttle))
 			if err != nil {
 				return rep, err
 			}
@@ -447,12 +527,130 @@ func ordinal(n int) string {
 	return "th"
 }
 
-func runStorms(ctx context.Context) error {
+func runStorms(ctx context.Context, seeds int) error {
+	if seeds > 0 {
+		return runStormSweep(ctx, os.Stdout, seeds)
+	}
 	rep, err := measureStorms(ctx)
 	if err != nil {
 		return err
 	}
 	rep.print(os.Stdout)
+	return nil
+}
+
+// stormTarget is the most of a storm's calls the fallback may answer
+// (issue 23), or 0 where none is set: a load-independent storm refusing a
+// third, at most 38 %; refusing half, at most 55 %.
+func stormTarget(shape stormShape, share float64) float64 {
+	switch {
+	case shape != loadIndependent:
+		return 0
+	case share > 0.3 && share < 0.4:
+		return 0.38
+	case share == 0.5:
+		return 0.55
+	}
+	return 0
+}
+
+// sweepResult is one storm over many seeds.
+type sweepResult struct {
+	shape    stormShape
+	share    float64
+	throttle bool
+	seeds    int
+	// The fallback's share of the storm's calls: the mean over the seeds,
+	// the worst seed, and the worst seed in which the primary never opened.
+	mean, worst, worstClosed float64
+	// opened counts the seeds in which the primary's breaker opened, onset
+	// those in which it opened in the storm's first second; within, the
+	// seeds within the storm's target (stormTarget).
+	opened, onset, within int
+	// openedSeeds are the seeds in which the primary opened.
+	openedSeeds []uint64
+	// shedMean is the mean share of the storm's calls shed;
+	// worstShedAfter the most shed in the 30 s after a storm.
+	shedMean, worstShedAfter float64
+}
+
+// sweepSeeds are the seeds a sweep of n runs uses: 1…n, the same for every
+// storm, so that a storm's defaults and throttle runs face the same
+// refusals (those of the calls sent to the primary, in order).
+func sweepSeeds(n int) []uint64 {
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = uint64(i + 1)
+	}
+	return out
+}
+
+// measureSweep runs one storm once per seed, in process (the same
+// failover, breaker, throttle and exhaustion code on the same answers as
+// the table's runs through genai).
+func measureSweep(ctx context.Context, shape stormShape, share float64, throttle bool, seeds []uint64) (sweepResult, error) {
+	w := sweepResult{shape: shape, share: share, throttle: throttle, seeds: len(seeds)}
+	target := stormTarget(shape, share)
+	for _, seed := range seeds {
+		r, err := measureStorm(ctx, inProcess, shape, share, throttle, seed)
+		if err != nil {
+			return w, fmt.Errorf("seed %d: %w", seed, err)
+		}
+		f := r.storm.fallbackShare()
+		w.mean += f / float64(len(seeds))
+		w.worst = max(w.worst, f)
+		if r.openedAfter >= 0 {
+			w.opened++
+			w.openedSeeds = append(w.openedSeeds, seed)
+			if r.openedAtOnset() {
+				w.onset++
+			}
+		} else {
+			w.worstClosed = max(w.worstClosed, f)
+		}
+		if target > 0 && f <= target {
+			w.within++
+		}
+		w.shedMean += r.storm.shedShare() / float64(len(seeds))
+		w.worstShedAfter = max(w.worstShedAfter, r.after.shedShare())
+	}
+	return w, nil
+}
+
+var sweepHeader = fmt.Sprintf("%-17s %5s %-8s %14s %8s %14s %8s %10s %8s %8s %6s %12s", "storm", "429s", "policy",
+	"fallback: mean", "worst", "worst closed", "opened", "at onset", "target", "within", "shed", "shed after")
+
+const (
+	sweepFooter = "fallback: share of the storm's calls answered by the fallback: the mean over the seeds, the worst seed, and the worst seed in which the primary never opened; opened: seeds in which the primary's breaker opened, at onset: in the storm's first second; within: seeds within the target; shed: calls the throttle sent straight to the fallback, the mean over the seeds, and the most in the 30 s after the storm"
+)
+
+func (w sweepResult) row() string {
+	target, within := "", ""
+	if t := stormTarget(w.shape, w.share); t > 0 {
+		target, within = fmt.Sprintf("≤ %.0f%%", 100*t), fmt.Sprintf("%d/%d", w.within, w.seeds)
+	}
+	target = strings.Repeat(" ", max(0, 8-utf8.RuneCountInString(target))) + target
+	return fmt.Sprintf("%-17s %4.0f%% %-8s %13.1f%% %7.1f%% %13.1f%% %8s %10d %s %8s %5.1f%% %11.1f%%", w.shape, 100*w.share, onOff(w.throttle),
+		100*w.mean, 100*w.worst, 100*w.worstClosed, fmt.Sprintf("%d/%d", w.opened, w.seeds), w.onset, target, within, 100*w.shedMean, 100*w.worstShedAfter)
+}
+
+// runStormSweep prints every storm of the table over seeds 1…n.
+func runStormSweep(ctx context.Context, out io.Writer, n int) error {
+	fmt.Fprintf(out, "storms over seeds 1-%d: %d calls a second, %s healthy, %s of storm (every 429 with RetryInfo %s), %s after it; fake clock, in-process endpoints\n\n",
+		n, stormRate, stormBefore, stormFor, stormHint, stormAfter)
+	fmt.Fprintln(out, sweepHeader)
+	for _, shape := range []stormShape{loadIndependent, loadDependent} {
+		for _, share := range stormShares {
+			for _, throttle := range stormThrottleOnOff {
+				w, err := measureSweep(ctx, shape, share, throttle, sweepSeeds(n))
+				if err != nil {
+					return err
+				}
+				fmt.Fprintln(out, w.row())
+			}
+		}
+	}
+	fmt.Fprintf(out, "\n%s\n", sweepFooter)
 	return nil
 }
 
