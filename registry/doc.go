@@ -26,7 +26,7 @@
 // Policy consists entirely of defaults, and every field documents its zero
 // value: trip on 5 consecutive failures, or on a failure rate of 50% over at
 // least 20 calls in a rolling 60s window; hold open for 30s, doubling on each
-// re-trip up to 1m (or OpenFor, if longer), with up to 10% jitter; one probe with a 60s lease; retry
+// re-trip up to 2m (or OpenFor, if longer), with up to 10% jitter; one probe with a 60s lease; retry
 // hints capped at 1h. Policy.Validate reports every problem at once, and New
 // reports every problem of every option at once (errors.Join).
 //
