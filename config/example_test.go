@@ -40,7 +40,7 @@ dependencies:
 	// consecutive_failures: 3
 	// open_for: 1m30s
 	// slow_call: 2.5s
-	// max_open_for: 1m30s
+	// max_open_for: 2m0s
 	// open_jitter: 0
 	// failure_rate: 0.5 over 20 calls in 1m0s
 }

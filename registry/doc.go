@@ -26,10 +26,10 @@
 // Policy consists entirely of defaults, and every field documents its zero
 // value: trip on 5 consecutive failures, or on a failure rate of 50% over at
 // least 20 calls in a rolling 60s window; hold open for 30s, doubling on each
-// re-trip up to 1m (or OpenFor, if longer), with up to 10% jitter; one probe with a 60s lease; a
-// failure carrying a retry hint is one ordinary failure, the hint (capped at
-// 1h) a floor for the hold, and 3 in a row, the last hinted, open for at least
-// the hint. Policy.Validate reports every problem at once, and New
+// re-trip up to 2m (or OpenFor, if longer), with up to 10% jitter; one
+// probe with a 60s lease; a failure carrying a retry hint is one ordinary
+// failure, the hint (capped at 1h) a floor for the hold, and 3 in a row, the
+// last hinted, open for at least the hint. Policy.Validate reports every problem at once, and New
 // reports every problem of every option at once (errors.Join).
 //
 // # States

@@ -315,7 +315,7 @@ func TestDefaults(t *testing.T) {
 	got := registry.Policy{}.WithDefaults()
 	want := registry.Policy{
 		ConsecutiveFailures: 5, FailureRate: 0.5, MinCalls: 20, Window: 60 * time.Second,
-		OpenFor: 30 * time.Second, OpenBackoff: 2, MaxOpenFor: time.Minute, OpenJitter: 0.1,
+		OpenFor: 30 * time.Second, OpenBackoff: 2, MaxOpenFor: 2 * time.Minute, OpenJitter: 0.1,
 		HalfOpenProbes: 1, ProbeLease: 60 * time.Second, MaxRetryHint: time.Hour, RetryHintFailures: 3,
 		SlowInFlightFactor: 10, SlowInFlightCalls: 3,
 	}

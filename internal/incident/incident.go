@@ -29,9 +29,11 @@ const (
 
 // IncidentPolicy is the incident's breaker: "50% error rate over a 20-call window,
 // 30-second cool-down, 5-second tool timeout, bulkhead of 20 concurrent
-// calls", the rate gate alone. Everything else — the probe schedule
-// (growing holds from the 30 s cool-down, capped at 1 minute, with jitter)
-// and the in-flight slowness detector among it — is the library's default.
+// calls", the rate gate alone, and holds capped at 1 minute (max_open_for:
+// 1m, the library's default cap before it became 2 minutes: the incident's
+// target is recovery within 60 s). Everything else — the growth of the
+// holds from the 30 s cool-down, their jitter, and the in-flight slowness
+// detector among it — is the library's default.
 func IncidentPolicy() registry.Policy {
 	return registry.Policy{
 		FailureRate:                0.5,
@@ -39,6 +41,7 @@ func IncidentPolicy() registry.Policy {
 		MinCalls:                   20,
 		DisableConsecutiveFailures: true,
 		OpenFor:                    30 * time.Second,
+		MaxOpenFor:                 time.Minute,
 		CallTimeout:                CallTimeout,
 		MaxConcurrent:              20,
 	}

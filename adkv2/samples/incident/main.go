@@ -9,6 +9,7 @@
 //	go run ./samples/incident -scenario healthy-tail
 //	go run ./samples/incident -scenario chain -mode fast|hang
 //	go run ./samples/incident -scenario baselines
+//	go run ./samples/incident -scenario recovery
 //
 // Fifteen simulated minutes; a new user turn every 100 ms; the enrichment
 // API (answering in 50 ms, or -healthy, when up) is down from minute 3 to minute 12, hanging until the tool's 5 s
@@ -40,7 +41,7 @@ func main() {
 	mode := flag.String("mode", "hang", `"hang" (calls block until the 5 s timeout) or "fast" (503 in 20 ms)`)
 	svg := flag.String("svg", "", "write a chart of calls reaching the dependency per 10 s to this file")
 	healthy := flag.Duration("healthy", incident.HealthyLatency, "the dependency's latency when it is up")
-	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark), "chain" (the outage behind a sub-agent, -mode) or "baselines" (every mode and scenario, against gobreaker and NeMo-style breakers)`)
+	scenario := flag.String("scenario", "incident", `"incident" (the outage, -mode), "healthy-tail" (the false-trip benchmark), "chain" (the outage behind a sub-agent, -mode), "baselines" (every mode and scenario, against gobreaker and NeMo-style breakers) or "recovery" (outages of 1 to 15 minutes: the probe schedules' dead calls and recovery)`)
 	flag.Parse()
 	// The replay allocates ADK's per-turn garbage for 36,000 turns; a lazier
 	// collector saves about a tenth of its CPU for a few MB more heap.
@@ -61,8 +62,13 @@ func main() {
 		if r, err = runBaselines(incident.FullBaselines, baselines); err == nil {
 			incident.ReportBaselines(os.Stdout, r)
 		}
+	case "recovery":
+		var r *incident.RecoveryResults
+		if r, err = incident.RunRecovery(incident.RecoveryStep, incident.RecoveryConfigs); err == nil {
+			incident.ReportRecovery(os.Stdout, r, incident.RecoveryStep)
+		}
 	default:
-		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\", \"chain\" or \"baselines\", got %q", *scenario)
+		err = fmt.Errorf("-scenario must be \"incident\", \"healthy-tail\", \"chain\", \"baselines\" or \"recovery\", got %q", *scenario)
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "incident:", err)
