@@ -77,11 +77,12 @@ func (b *Breaker) expectedLatency() time.Duration {
 
 // probeLeft is how long a call refused while probe r is out should wait:
 // the expected latency (expect; 0: unknown) less the time r has run, at
-// least MinProbeRetryAfter, and never past r's lease (its probe timeout),
-// which is the bound when the latency is unknown. It may be ≤ 0 when the
+// least MinProbeRetryAfter, and never past r's lease (its probe timeout) or
+// its client's deadline (SetProbeDeadline), the bound when the latency is
+// unknown. It may be ≤ 0 when the
 // lease is due.
 func probeLeft(r *ticketRec, now time.Time, expect time.Duration) time.Duration {
-	left := r.lease.Sub(now)
+	left := r.bound().Sub(now)
 	if expect > 0 {
 		left = min(left, max(expect-now.Sub(r.began), MinProbeRetryAfter))
 	}

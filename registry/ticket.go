@@ -29,6 +29,7 @@ type ticketRec struct {
 	start time.Time // zero unless Policy.SlowCall is set
 	lease time.Time // probes only
 	began time.Time // probes only: when the probe was admitted (see probeLeft)
+	due   time.Time // probes only, guarded by the breaker's mu: the client's deadline (SetProbeDeadline)
 	probe bool
 	lat   bool // a latency sample (stats.go)
 	// issued is the seq this use was issued under (read by lease expiry).

@@ -14,3 +14,10 @@ type StallTimer interface {
 func SetStallTimers(m *Model, start func(d time.Duration, fire func()) StallTimer) {
 	m.afterFunc = func(d time.Duration, f func()) stallTimer { return start(d, f) }
 }
+
+// SetTimeoutTimers makes m start its endpoints' Timeout timers with start
+// instead of time.AfterFunc, so that a test decides when a Timeout passes
+// without waiting for it.
+func SetTimeoutTimers(m *Model, start func(d time.Duration, fire func()) StallTimer) {
+	m.timeoutAfter = func(d time.Duration, f func()) stallTimer { return start(d, f) }
+}

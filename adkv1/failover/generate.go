@@ -121,7 +121,7 @@ func (m *Model) attempt(ctx context.Context, c *chain, ep *endpoint, res registr
 		cl.actx = tctx
 		cl.ctx.Context = tctx
 		if ep.Timeout > 0 {
-			timer := time.AfterFunc(ep.Timeout, func() { cancel(errTimeout) })
+			timer := m.timeoutAfter(ep.Timeout, func() { cancel(errTimeout) })
 			defer timer.Stop()
 			cl.timer = timer
 		}
@@ -313,22 +313,28 @@ func (m *Model) judge(ctx, actx context.Context, cl *call, err error) Verdict {
 		v = Classify(err)
 	}
 	if v.Outcome == registry.Failure {
-		v.RetryAfter = max(v.RetryAfter, cl.hint.Get()) // Retry-After, via RetryAfterTransport
+		// Retry-After, via RetryAfterTransport: the last response's only. A
+		// 429 the client retried into a 500 is that 500's verdict, without
+		// the 429's hint.
+		v.RetryAfter = max(v.RetryAfter, cl.hint.Load().Hint)
 	}
 	return v
 }
 
 // cutVerdict is the verdict of a call our deadline cut (reason: timeout or
-// stall). When an HTTP attempt of the call was answered with a retry hint
-// (RetryAfterTransport saw it) the call is what that answer says — a 429
-// is rate_limited, a 503 server_error — with the hint: a client that
-// retries by itself (openai-go, by default) was sleeping out the hint when
-// the deadline passed, and the deadline must not swallow the server's
-// answer.
+// stall). The cut counts as the server's hinted refusal — a 429 is
+// rate_limited, a 503 server_error, with the hint — only when the client was
+// sleeping that hint out: the last HTTP response of the call
+// (RetryAfterTransport saw it) carried the hint, no request was sent since,
+// the hint had not passed when the cut came, and nothing was yielded. A
+// client that retries by itself (openai-go, by default) then hides the
+// server's answer behind our context error. A retry that was sent and then
+// hung or stalled, or a later response, is the endpoint's own timeout or
+// stall.
 func (cl *call) cutVerdict(r Reason) Verdict {
-	if hint := cl.hint.Get(); hint > 0 {
-		if v := apiVerdict(genai.APIError{Code: cl.hint.Status()}); v.Outcome == registry.Failure {
-			v.RetryAfter = max(v.RetryAfter, hint)
+	if last := cl.hint.Load(); !cl.yielded && last.Sleeping(time.Now()) {
+		if v := apiVerdict(genai.APIError{Code: last.Status}); v.Outcome == registry.Failure {
+			v.RetryAfter = max(v.RetryAfter, last.Hint)
 			return v
 		}
 	}
@@ -569,7 +575,7 @@ type call struct {
 	res          registry.Reservation
 	caller, actx context.Context // the caller's context; ours (with Timeout)
 	yield        func(*model.LLMResponse, error) bool
-	timer        *time.Timer             // the Timeout's, until the first item stops it
+	timer        stallTimer              // the Timeout's, until the first item stops it
 	cancel       context.CancelCauseFunc // actx's, with a Timeout
 	from         int                     // the chain so far: first endpoint left, why, how many
 	fromReason   Reason

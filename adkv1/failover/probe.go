@@ -37,8 +37,11 @@ func (ep *endpoint) probeWait(clk registry.Clock, w time.Duration) time.Duration
 }
 
 // probeStarted records an admitted probe's first deadline: the earliest of
-// its Timeout and its first-output deadline. A probe without either leaves
-// nothing (its lease is the only bound).
+// its Timeout and its first-output deadline, here and in the breaker
+// (Reservation.SetProbeDeadline), so that the breaker's own retry time
+// (Status, the status page, the retry_after gauge) is the wait failover
+// reports. A probe without either leaves nothing (its lease is the only
+// bound).
 func (cl *call) probeStarted() {
 	if !cl.res.Probe() {
 		return
@@ -49,7 +52,9 @@ func (cl *call) probeStarted() {
 		d = t
 	}
 	if d > 0 {
-		cl.ep.probeDue.Store(cl.began.Add(d).UnixNano())
+		due := cl.began.Add(d)
+		cl.ep.probeDue.Store(due.UnixNano())
+		cl.res.SetProbeDeadline(due) // the breaker's own wait (Status, the gauge) agrees
 	}
 }
 
@@ -60,10 +65,13 @@ func (cl *call) probeProgressed() {
 		return
 	}
 	if cl.stall.idle > 0 {
-		cl.ep.probeDue.Store(cl.m.clock.Now().Add(cl.stall.idle).UnixNano())
+		due := cl.m.clock.Now().Add(cl.stall.idle)
+		cl.ep.probeDue.Store(due.UnixNano())
+		cl.res.SetProbeDeadline(due)
 		return
 	}
 	cl.ep.probeDue.Store(0)
+	cl.res.SetProbeDeadline(time.Time{})
 }
 
 // probeDone forgets the probe's deadline once its outcome is reported.

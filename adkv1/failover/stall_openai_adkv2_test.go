@@ -245,7 +245,8 @@ func TestOpenAIStalls(t *testing.T) {
 // primary's single trial call is in flight, the calls turned away are
 // labelled circuit_open, not rate_limited (the hold that ended came from a
 // retry hint), and say when the probe must have answered (its first-output
-// deadline, less the time it has run), not the 5-minute probe lease.
+// deadline, less the time it has run), not the 5-minute probe lease; so does
+// the breaker's own Status.
 func TestOpenAIProbeInFlightIsCircuitOpen(t *testing.T) {
 	srv := newFakeResponses(t, oaHinted429)
 	var mu sync.Mutex
@@ -277,8 +278,8 @@ func TestOpenAIProbeInFlightIsCircuitOpen(t *testing.T) {
 	if unavailable, wait := m.ModelUnavailable("chat"); unavailable || wait != 0 {
 		t.Errorf("ModelUnavailable = %v, %v with a fallback available", unavailable, wait)
 	}
-	if w := m.Status()[0].Breaker.RetryAfter; w != 5*time.Minute-10*time.Second {
-		t.Logf("the breaker's own wait is the lease: %v", w)
+	if w := m.Status()[0].Breaker.RetryAfter; w != last.RetryAfter {
+		t.Errorf("the breaker's own wait is %v, want the %v the event says (not the lease)", w, last.RetryAfter)
 	}
 	close(srv.gate)
 	if p := <-probe; p.text() != "from primary" {

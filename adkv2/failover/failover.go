@@ -144,8 +144,9 @@ type Model struct {
 
 	// stalls counts stalls (WithMeterProvider); nil otherwise.
 	stalls metric.Int64Counter
-	// afterFunc starts stall timers (time.AfterFunc; tests replace it).
-	afterFunc afterFunc
+	// afterFunc starts stall timers, timeoutAfter the endpoints' Timeout
+	// timers (time.AfterFunc; tests replace them).
+	afterFunc, timeoutAfter afterFunc
 
 	pending atomic.Int64
 	unsub   func()
@@ -362,7 +363,7 @@ func New(name string, reg *registry.Registry, endpoints []Endpoint, opts ...Opti
 			errs = append(errs, err)
 		}
 	}
-	m.afterFunc = realAfterFunc
+	m.afterFunc, m.timeoutAfter = realAfterFunc, realAfterFunc
 	m.eps = make([]endpoint, len(endpoints))
 	seen := map[registry.Key]int{}
 	for i, e := range endpoints {

@@ -173,8 +173,7 @@ func TestOpenAIHintSurvivesOpenAIGoRetries(t *testing.T) {
 			key := failover.EndpointKey("gpt-test", "openai", base)
 			ep := failover.Endpoint{LLM: llm, Key: key}
 			if cut == "timeout" {
-				// Real time: each call waits for it (openai-go would sleep 5s).
-				ep.Timeout = 500 * time.Millisecond
+				ep.Timeout = 30 * time.Second // a fake timer: the test passes it
 			}
 			clk := registrytest.NewFakeClock(time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC))
 			reg := registry.MustNew(append(failover.PolicyOptions(key, fallbackKey), registry.WithClock(clk))...)
@@ -186,25 +185,28 @@ func TestOpenAIHintSurvivesOpenAIGoRetries(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(m.Close)
-			timers := newFakeTimers()
+			timers, timeouts := newFakeTimers(), newFakeTimers()
 			failover.SetStallTimers(m, timers.start)
+			failover.SetTimeoutTimers(m, timeouts.start)
 			hintFailures := failover.DefaultPolicy().RetryHintFailures
 			for i := range hintFailures {
 				done := runAsync(t.Context(), m, false)
 				first := timers.next(t) // the first-output deadline
-				if cut == "stall" {
-					<-rt.done // the 429 was seen; openai-go now sleeps out its 5s
-					if !first.fire() {
-						t.Fatal("first-output deadline stopped before any output")
-					}
+				var timeout arming
+				if cut == "timeout" {
+					timeout = timeouts.next(t)
+				}
+				<-rt.done // the 429 was seen; openai-go now sleeps out its 5s
+				if cut == "stall" && !first.fire() {
+					t.Fatal("first-output deadline stopped before any output")
+				}
+				if cut == "timeout" && !timeout.fire() {
+					t.Fatal("Timeout stopped before any output")
 				}
 				r := <-done
 				timers.drain() // the fallback's deadline
 				if got := meta(r.last(), failover.AttrFailoverReason); got != "rate_limited" || r.text() != "from fallback" {
 					t.Fatalf("call %d: reason %v answer %q, want rate_limited from the fallback", i, got, r.text())
-				}
-				if cut == "timeout" {
-					<-rt.done
 				}
 				<-srv.gone
 				if i < hintFailures-1 && m.Status()[0].Breaker.State != registry.StateClosed {

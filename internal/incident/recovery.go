@@ -279,7 +279,16 @@ func ReportRecovery(w io.Writer, r *RecoveryResults, step time.Duration) {
 		d.DeadMean, d.RecoveryMean.Seconds(), d.RecoveryP90.Seconds(), d.RecoveryWorst.Seconds())
 }
 
-// fmtMin writes d in minutes and seconds, without zero units (1m, 3m5s).
+// fmtMin writes d in minutes and seconds, without trailing zero units (1m,
+// 3m5s, 3m10s, 1h).
 func fmtMin(d time.Duration) string {
-	return strings.TrimSuffix(d.String(), "0s")
+	s := d.String()
+	switch {
+	case d == 0:
+	case d%time.Hour == 0:
+		s = strings.TrimSuffix(s, "0m0s")
+	case d%time.Minute == 0:
+		s = strings.TrimSuffix(s, "0s")
+	}
+	return s
 }

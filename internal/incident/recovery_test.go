@@ -78,3 +78,27 @@ func TestRecoveryOrderings(t *testing.T) {
 			short[0], short[1], n.DeadMean, ds.DeadMean)
 	}
 }
+
+// fmtMin drops only zero units: a duration ending in a ten-second multiple
+// keeps its seconds (it printed 3m10s as "3m1").
+func TestFmtMin(t *testing.T) {
+	for _, tc := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "0s"},
+		{10 * time.Second, "10s"},
+		{time.Minute, "1m"},
+		{time.Minute + time.Second, "1m1s"},
+		{3*time.Minute + 5*time.Second, "3m5s"},
+		{3*time.Minute + 10*time.Second, "3m10s"},
+		{20 * time.Minute, "20m"},
+		{time.Hour, "1h"},
+		{time.Hour + 10*time.Minute, "1h10m"},
+		{time.Hour + 30*time.Second, "1h0m30s"},
+	} {
+		if got := fmtMin(tc.d); got != tc.want {
+			t.Errorf("fmtMin(%v) = %q, want %q", tc.d, got, tc.want)
+		}
+	}
+}

@@ -36,28 +36,36 @@ func TestFromHeader(t *testing.T) {
 	}
 }
 
-// The holder sees every HTTP attempt of a call, so the hint of a 429 a
-// client retried survives; it keeps the longest hint with its status.
-func TestTransportRecordsEveryAttempt(t *testing.T) {
+// The holder follows every HTTP attempt of a call and keeps the last
+// response: a later answer replaces a hinted one (its hint then says
+// nothing about the call), and a request sent forgets it.
+func TestTransportKeepsTheLastResponse(t *testing.T) {
 	var n atomic.Int32
+	hang := make(chan struct{})
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch n.Add(1) {
 		case 1:
 			w.Header().Set("Retry-After-Ms", "5000")
 			w.WriteHeader(http.StatusTooManyRequests)
 		case 2:
-			w.Header().Set("Retry-After", "1")
-			w.WriteHeader(http.StatusServiceUnavailable)
+			w.WriteHeader(http.StatusInternalServerError) // no hint
 		case 3:
 			w.Header().Set("Retry-After", "2")
 			w.WriteHeader(http.StatusOK) // not an error: no hint
+		case 4:
+			w.Header().Set("Retry-After", "1")
+			w.WriteHeader(http.StatusServiceUnavailable)
+		default:
+			hang <- struct{}{}
+			<-r.Context().Done()
 		}
 	}))
 	defer srv.Close()
 	c := &http.Client{Transport: Transport(nil)}
 	var h Holder
-	ctx := context.WithValue(t.Context(), HolderKey{}, &h)
-	for range 3 {
+	ctx, cancel := context.WithCancel(context.WithValue(t.Context(), HolderKey{}, &h))
+	defer cancel()
+	do := func() {
 		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
 		resp, err := c.Do(req)
 		if err != nil {
@@ -65,15 +73,41 @@ func TestTransportRecordsEveryAttempt(t *testing.T) {
 		}
 		resp.Body.Close()
 	}
-	if h.Get() != 5*time.Second || h.Status() != http.StatusTooManyRequests {
-		t.Fatalf("holder: %v status %d, want the 429's 5s", h.Get(), h.Status())
+	for i, want := range []Last{
+		{Status: http.StatusTooManyRequests, Hint: 5 * time.Second},
+		{Status: http.StatusInternalServerError},
+		{Status: http.StatusOK},
+		{Status: http.StatusServiceUnavailable, Hint: time.Second},
+	} {
+		before := time.Now()
+		do()
+		got := h.Load()
+		if got.Status != want.Status || got.Hint != want.Hint || got.At.Before(before) || got.At.After(time.Now()) {
+			t.Fatalf("after response %d: %+v, want %d with hint %v", i+1, got, want.Status, want.Hint)
+		}
+		if want.Hint > 0 && (!got.Sleeping(got.At.Add(want.Hint-time.Nanosecond)) || got.Sleeping(got.At.Add(want.Hint))) {
+			t.Errorf("response %d: Sleeping is not true exactly until its hint has passed", i+1)
+		}
+		if want.Hint == 0 && got.Sleeping(got.At) {
+			t.Errorf("response %d without a hint: Sleeping", i+1)
+		}
 	}
+	go func() { <-hang; cancel() }()
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	if resp, err := c.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatal("the hung request answered")
+	}
+	if got := h.Load(); got != (Last{}) {
+		t.Fatalf("after a request sent (and cut) without a response: %+v, want none", got)
+	}
+
 	var empty Holder
-	if empty.Get() != 0 || empty.Status() != 0 {
+	if empty.Load() != (Last{}) {
 		t.Fatal("zero holder is not empty")
 	}
 	empty.Observe(48*time.Hour, 503)
-	if empty.Get() != Max || empty.Status() != 503 {
-		t.Fatalf("holder capped: %v %d", empty.Get(), empty.Status())
+	if l := empty.Load(); l.Hint != Max || l.Status != 503 {
+		t.Fatalf("holder capped: %+v", l)
 	}
 }
