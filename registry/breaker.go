@@ -92,7 +92,7 @@ type Breaker struct {
 	isolated  bool          // Guarded by mu.
 	openUntil time.Time     // Guarded by mu: end of the open hold.
 	openLen   time.Duration // Guarded by mu: length of the open hold as set (bounds the wait when the clock steps back).
-	hintUntil time.Time     // Guarded by mu: floor from retry hints.
+	hintUntil time.Time     // Guarded by mu: floor from retry hints (see ObserveRetryAfter).
 	reopens   int           // Guarded by mu: re-trips since the last close.
 	probes    []*ticketRec  // Guarded by mu: outstanding half-open probes.
 	nextCause Cause         // Guarded by mu: cause for the next callback transition.
@@ -131,8 +131,12 @@ type Breaker struct {
 	// 0 for none.
 	budget atomic.Int64
 	// observed is the healthy latency the client measured (ObserveLatency);
-	// nil until it reports one (probewait.go).
+	// nil until it reports one, and again after a Reset (probewait.go).
 	observed atomic.Pointer[observedLatency]
+	// hinted is true while hintUntil may be set: a success reported on the
+	// closed path reads it (one atomic load) and takes mu to drop the
+	// floor only then (dropHint). Written only with mu held.
+	hinted atomic.Bool
 }
 
 func newBreaker(r *Registry, key Key, pol Policy) *Breaker {
@@ -224,6 +228,7 @@ func (b *Breaker) onGobreakerChange(gen uint64, from, to gobreaker.State) {
 		b.probes = b.probes[:0]
 		b.openUntil = time.Time{}
 		b.openCause = 0
+		b.clearHintLocked() // the probe was answered: the server takes calls again
 		b.setStateLocked(prev, StateClosed, CauseProbeSucceeded, now, 0)
 	case gobreaker.StateHalfOpen:
 		// Public half-open is entered by admitSlow when the hold expires.
@@ -497,6 +502,16 @@ func (b *Breaker) applyHint(o Outcome, hint time.Duration, gen uint64) bool {
 // The hint becomes a floor for the open hold: the breaker stays open for at
 // least max(hint, configured hold) from now; a later, shorter hint never
 // shortens it. Hints are capped at Policy.MaxRetryHint.
+//
+// The floor holds while the hint is current and the server has not answered
+// since: an open breaker is held until it has passed, and so is an opening
+// it causes later — the hinted failure's streak, or the breaker's
+// thresholds — while it is still in the future. A success reported while
+// the breaker is closed (a call admitted since its last state change, and
+// reported without a hint of its own) drops the floor, and so does a close
+// after a successful probe: the server answered again, and a later trip
+// gets the policy's hold (cause trip), not what remains of an old hint.
+// Reset drops it too.
 func (b *Breaker) ObserveRetryAfter(d time.Duration) {
 	if d <= 0 {
 		return
@@ -507,10 +522,35 @@ func (b *Breaker) ObserveRetryAfter(d time.Duration) {
 	b.mu.Lock()
 	if until.After(b.hintUntil) {
 		b.hintUntil = until
+		b.hinted.Store(true)
 	}
 	if State(b.state.Load()) == StateOpen && until.After(b.openUntil) {
 		b.openUntil = until
 		b.openLen = max(b.openLen, d)
+	}
+	b.mu.Unlock()
+}
+
+// clearHintLocked drops the retry-hint floor. Caller holds mu.
+func (b *Breaker) clearHintLocked() {
+	b.hintUntil = time.Time{}
+	b.hinted.Store(false)
+}
+
+// dropHint drops the retry-hint floor on a success (o counted as err, nil
+// for a success) reported without a hint by a call admitted under
+// generation gen, when the breaker is still closed in that generation's
+// state (see ObserveRetryAfter). The closed path pays one atomic load.
+func (b *Breaker) dropHint(err error, gen uint64) {
+	if err == nil && b.hinted.Load() {
+		b.dropHintSlow(gen)
+	}
+}
+
+func (b *Breaker) dropHintSlow(gen uint64) {
+	b.mu.Lock()
+	if State(b.state.Load()) == StateClosed && !b.isolated && b.samePhase(gen) {
+		b.clearHintLocked()
 	}
 	b.mu.Unlock()
 }
@@ -540,7 +580,13 @@ func (b *Breaker) isolate(cause Cause) bool {
 
 // Reset returns the dependency to closed with fresh counts, ending any
 // isolation, hold, hint floor and outstanding probes. Outcomes of calls
-// admitted before the reset are ignored.
+// admitted before the reset are ignored. The healthy latencies a client
+// reported (ObserveLatency) are dropped: an operator's reset says the
+// dependency changed (a deployment, another model), so the time a probe is
+// expected to take is learned again. The in-flight slowness detector keeps
+// the tail it measured: forgetting it would disarm the detector until 8
+// new healthy calls, and a dependency reset while it still hangs returns
+// none (see Policy.SlowInFlightFactor).
 func (b *Breaker) Reset() { b.reset(CauseReset, false) }
 
 // reset resets the breaker; cause is the transition's (CauseReset, or
@@ -556,7 +602,9 @@ func (b *Breaker) reset(cause Cause, unlessClosed bool) bool {
 	}
 	b.isolated = false
 	b.openCause = 0
-	b.openUntil, b.hintUntil = time.Time{}, time.Time{}
+	b.openUntil = time.Time{}
+	b.clearHintLocked()
+	b.observed.Store(nil) // the client's latencies: learned again (see Reset)
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())

@@ -28,8 +28,8 @@
 // least 20 calls in a rolling 60s window; hold open for 30s, doubling on each
 // re-trip up to 2m (or OpenFor, if longer), with up to 10% jitter; one
 // probe with a 60s lease; a failure carrying a retry hint is one ordinary
-// failure, the hint (capped at 1h) a floor for the hold, and 3 in a row, the
-// last hinted, open for at least the hint. Policy.Validate reports every problem at once, and New
+// failure, the hint (capped at 1h) a floor for the hold until the next
+// success, and 3 in a row, the last hinted, open for at least the hint. Policy.Validate reports every problem at once, and New
 // reports every problem of every option at once (errors.Join).
 //
 // # States
@@ -39,7 +39,7 @@
 //   - closed → open when failures trip the policy (CauseTrip). The hold is
 //     OpenFor, times OpenBackoff for each re-trip since the last close, capped
 //     at MaxOpenFor, plus jitter, and never shorter than a retry hint still in
-//     the future.
+//     the future that no success has answered since (see ObserveRetryAfter).
 //   - open → half_open when the hold has expired and a call arrives
 //     (CauseHoldExpired). Until a call arrives, State already reports
 //     half_open with a zero RetryAfter, but no transition is published.

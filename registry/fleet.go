@@ -124,6 +124,7 @@ func (b *Breaker) AdoptOpen(hold time.Duration) {
 	b.mu.Lock()
 	if !b.hintUntil.After(until) {
 		b.hintUntil = prev
+		b.hinted.Store(!prev.IsZero())
 	}
 	b.mu.Unlock()
 }
@@ -143,6 +144,7 @@ func (b *Breaker) AdoptClose() bool {
 		return false
 	}
 	b.openUntil = time.Time{}
+	b.clearHintLocked() // passed (or the close is refused above): the fleet's probe was answered
 	b.reopens = 0
 	b.probes = b.probes[:0]
 	b.cb.Store(b.newGobreakerLocked())

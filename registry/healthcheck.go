@@ -39,7 +39,8 @@ func WithHealthCheck(k Key, check HealthCheck) Option {
 }
 
 // healthProbe takes a half-open slot for the health check instead of the
-// caller, starts the check and refuses the caller until the check's timeout.
+// caller, starts the check and refuses the caller with the time the check
+// is expected to take (at most its timeout: probeLeft).
 func (b *Breaker) healthProbe(now time.Time) (Ticket, Decision) {
 	t, d := b.probe(now)
 	if !d.Allowed || d.Shadow || !t.Valid() || d.State != StateHalfOpen {

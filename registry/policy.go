@@ -74,7 +74,8 @@ type Policy struct {
 
 	// MaxRetryHint caps a server's retry hint (Retry-After, RetryInfo) used as
 	// a floor for the open hold, so a hostile or broken hint cannot hold the
-	// dependency forever. If 0, 1h.
+	// dependency forever (and a success drops the floor: see
+	// Breaker.ObserveRetryAfter). If 0, 1h.
 	MaxRetryHint time.Duration `json:"max_retry_hint,omitempty" yaml:"max_retry_hint,omitempty"`
 
 	// TripOnRetryHint says what a failure carrying a server retry hint
@@ -83,7 +84,9 @@ type Policy struct {
 	// every kind of dependency), the failure counts as one ordinary failure
 	// and the hint is a floor for the hold once the breaker opens: by its
 	// thresholds, or after RetryHintFailures failures in a row the last of
-	// which carried a hint (cause retry_hint). One 429 among successes so
+	// which carried a hint (cause retry_hint). A success reported after it
+	// drops the floor (the server answered again: see
+	// Breaker.ObserveRetryAfter). One 429 among successes so
 	// never opens the breaker, while a backend answering 429 to every call
 	// is open by the RetryHintFailures-th call and not called again before
 	// the hint has passed: tripping on one or two samples refuses a healthy

@@ -13,7 +13,8 @@ import (
 // is the tail (p99) of the dependency's healthy latency less the time the
 // probe has run, at least MinProbeRetryAfter and never past the probe's
 // timeout. A dependency whose healthy latency is not known yet (fewer than
-// minLatencySamples measured calls) keeps the timeout as the bound.
+// minLatencySamples measured calls, counted again after a Reset for the
+// client's measurements) keeps the timeout as the bound.
 
 // MinProbeRetryAfter is the least retry time a call refused while a
 // half-open probe is out is given once the dependency's healthy latency is
@@ -37,6 +38,7 @@ type observedLatency struct {
 // asks it to). With the latencies the in-flight slowness detector samples,
 // these tell how long a half-open probe in flight is expected still to
 // take: see MinProbeRetryAfter and Breaker.RetryAfter. A d ≤ 0 is ignored.
+// Reset drops the latencies recorded before it.
 // Safe for concurrent use; it takes a mutex of its own.
 func (b *Breaker) ObserveLatency(d time.Duration) {
 	if d <= 0 {

@@ -126,3 +126,46 @@ func TestProbeRetryAfterFollowsObservedLatency(t *testing.T) {
 		})
 	})
 }
+
+// Reset drops the latencies a client reported (ObserveLatency): an
+// operator's reset says the dependency changed, so the probe wait is the
+// probe's timeout again until 8 calls were measured since. Before, the
+// estimate learned before the reset stayed (the latency tail halves only
+// every 1024 samples), and callers were told 1 s for a dependency that may
+// now be much slower.
+func TestResetDropsObservedLatency(t *testing.T) {
+	const lease = 5 * time.Minute
+	pol := registry.Policy{OpenFor: 30 * time.Second, NoJitter: true, ProbeLease: lease, DisableSlowInFlight: true}
+	clk, _, b := newBreaker(t, pol)
+	for range 10 {
+		b.ObserveLatency(800 * time.Millisecond)
+	}
+	probeWait := func() time.Duration {
+		t.Helper()
+		trip(t, b)
+		clk.Advance(30 * time.Second)
+		if p := mustReserve(t, b); !p.Probe() {
+			t.Fatal("the first call after the hold is not a probe")
+		}
+		clk.Advance(300 * time.Millisecond)
+		_, d := b.Reserve()
+		if d.Allowed || d.Reason != registry.RefusedProbeBusy {
+			t.Fatalf("call while the probe is out: %+v, want half_open_busy", d)
+		}
+		return d.RetryAfter
+	}
+	if w := probeWait(); w != registry.MinProbeRetryAfter {
+		t.Fatalf("before the reset: retry after %v, want %v (0.8 s calls)", w, registry.MinProbeRetryAfter)
+	}
+	b.Reset()
+	if w := probeWait(); w != lease-300*time.Millisecond {
+		t.Fatalf("after the reset: retry after %v, want the probe's remaining timeout %v", w, lease-300*time.Millisecond)
+	}
+	b.Reset()
+	for range 8 {
+		b.ObserveLatency(8 * time.Second) // quarter-octave bucket ending at 8.192 s
+	}
+	if w, want := probeWait(), 8192*time.Millisecond-300*time.Millisecond; w != want {
+		t.Fatalf("8 calls measured since the reset: retry after %v, want %v", w, want)
+	}
+}

@@ -89,11 +89,16 @@ func (r *Reservation) Report(o Outcome, hint time.Duration) {
 	if hint > 0 {
 		r.b.applyHint(o, hint, r.gen) // a trip moves gobreaker on: the report below is then ignored
 	}
+	var err error
 	if r.tr != 0 {
-		r.done(r.b.trackedOutcome(r.tr, o, r.start, r.gen))
-		return
+		err = r.b.trackedOutcome(r.tr, o, r.start, r.gen)
+	} else {
+		err = r.b.outcomeErr(o, r.start, r.gen)
 	}
-	r.done(r.b.outcomeErr(o, r.start, r.gen))
+	if hint <= 0 {
+		r.b.dropHint(err, r.gen) // a success: the server answered (see ObserveRetryAfter)
+	}
+	r.done(err)
 }
 
 // Trip opens the breaker for hold with cause (see Breaker.Trip), unless r

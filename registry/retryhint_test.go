@@ -117,3 +117,93 @@ func TestCheckCallTimeout(t *testing.T) {
 		t.Fatalf("1m against the 60s defaults: %v, want window and probe_lease", errs)
 	}
 }
+
+// A retry hint floors an opening the hinted failure (or its streak) causes,
+// or one that comes while the hint is current with no success since; a
+// success reported after it means the server answered again, and drops the
+// floor. Before, one `429 Retry-After: 3600` among successes held every trip
+// of the next hour, whatever its cause, for up to an hour (cause trip).
+func TestRetryHintFloorDroppedBySuccess(t *testing.T) {
+	for name, pol := range map[string]registry.Policy{
+		"contained": {OpenFor: 30 * time.Second, NoJitter: true},                            // tracked tickets (in-flight slowness on)
+		"plain":     {OpenFor: 30 * time.Second, NoJitter: true, DisableSlowInFlight: true}, // untracked
+	} {
+		for _, via := range []string{"ticket", "reservation"} {
+			t.Run(name+"/"+via, func(t *testing.T) {
+				clk, _, b := newBreaker(t, pol)
+				do := func(o registry.Outcome, hint time.Duration) {
+					t.Helper()
+					if via == "ticket" {
+						mustAdmit(t, b).DoneWithRetryAfter(o, hint)
+						return
+					}
+					r := mustReserve(t, b)
+					r.Report(o, hint)
+				}
+				do(failure, time.Hour) // one hinted failure: closed, a floor
+				for range 100 {
+					do(registry.Success, 0)
+				}
+				clk.Advance(50 * time.Minute)
+				for range registry.DefaultConsecutiveFailures {
+					do(failure, 0)
+				}
+				st := b.Status()
+				if st.State != registry.StateOpen || st.Cause != registry.CauseTrip || st.RetryAfter != 30*time.Second {
+					t.Fatalf("5 plain failures 50 min after a hinted failure and 100 successes: %v cause %v retry after %v, want open cause trip for OpenFor 30s",
+						st.State, st.Cause, st.RetryAfter)
+				}
+			})
+		}
+	}
+}
+
+// A success that carries a hint itself, or an excluded outcome, keeps the
+// floor; a success of a call admitted before the breaker's last state
+// change does not count for the closed state and keeps it too.
+func TestRetryHintFloorKeptWithoutAnAnswer(t *testing.T) {
+	pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true}
+	clk, _, b := newBreaker(t, pol)
+	mustAdmit(t, b).DoneWithRetryAfter(registry.Success, 40*time.Second) // a floor, no trip
+	report(t, b, registry.Excluded)
+	clk.Advance(time.Second)
+	report(t, b, failure)
+	wantState(t, b, open, 39*time.Second)
+
+	clk.Advance(39 * time.Second)
+	x := mustAdmit(t, b) // the probe
+	x.Done(registry.Success)
+	wantState(t, b, closed, 0)
+	stale := mustAdmit(t, b) // admitted before the trip below
+	report(t, b, failure)
+	clk.Advance(10 * time.Second)
+	mustAdmit(t, b).Done(registry.Success) // the probe: closed again
+	b.ObserveRetryAfter(40 * time.Second)
+	stale.Done(registry.Success) // not the closed state's: no answer since the hint
+	clk.Advance(time.Second)
+	report(t, b, failure)
+	wantState(t, b, open, 39*time.Second)
+}
+
+// A floor recorded while a probe is out (the hinted failure of a call
+// admitted before the trip) is dropped when the probe succeeds and the
+// breaker closes: the next trip gets the policy's hold.
+func TestRetryHintFloorDroppedOnClose(t *testing.T) {
+	pol := registry.Policy{ConsecutiveFailures: 1, OpenFor: 10 * time.Second, NoJitter: true, OpenBackoff: 1}
+	clk, _, b := newBreaker(t, pol)
+	late := mustAdmit(t, b)
+	report(t, b, failure) // opens
+	clk.Advance(10 * time.Second)
+	p := mustAdmit(t, b)
+	if !p.Probe() {
+		t.Fatal("no probe after the hold")
+	}
+	late.DoneWithRetryAfter(failure, time.Hour) // stale: a floor only
+	p.Done(registry.Success)
+	wantState(t, b, closed, 0)
+	clk.Advance(time.Minute)
+	report(t, b, failure)
+	if st := b.Status(); st.State != open || st.RetryAfter != 10*time.Second || st.Cause != registry.CauseTrip {
+		t.Fatalf("trip a minute after the close: %v cause %v retry after %v, want open cause trip for 10s", st.State, st.Cause, st.RetryAfter)
+	}
+}

@@ -88,7 +88,8 @@ func (t Ticket) Done(o Outcome) bool { return t.DoneWithRetryAfter(o, 0) }
 // A failure with a hint is one ordinary failure: it opens the breaker, for
 // at least the hint, only as the last of RetryHintFailures consecutive
 // failures (at once only if the policy sets TripOnRetryHint true); otherwise
-// the hint becomes a floor for the open hold (see Breaker.ObserveRetryAfter). A hint from a call admitted
+// the hint becomes a floor for the open hold (see Breaker.ObserveRetryAfter),
+// which a later success without a hint drops. A hint from a call admitted
 // before a Reset is dropped.
 func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 	r := t.r
@@ -120,6 +121,7 @@ func (t Ticket) DoneWithRetryAfter(o Outcome, hint time.Duration) bool {
 		b.applyHint(o, hint, gen) // a trip moves gobreaker on: done below is then ignored
 		done(err)
 	default:
+		b.dropHint(err, gen) // a success: the server answered (see ObserveRetryAfter)
 		done(err)
 	}
 	if probe {

@@ -174,12 +174,21 @@ func TestTimeline(t *testing.T) {
 			steps: []step{
 				{0, admit("a"), want{state: closed}},
 				{0, doneHint("a", failure, 30*s), want{state: closed}},
-				{0, call(success), want{state: closed}},
-				{0, call(failure), want{state: closed}},
 				{0, call(failure), want{state: closed}},
 				{0, call(failure), want{state: closed}},
 				{0, call(failure), want{state: closed}},
 				{1 * s, call(failure), want{state: open, retry: 29 * s}}, // fifth in a row: the hint floors the 10s hold
+			},
+		},
+		{
+			name: "a success after a hint drops its floor: the server answered again",
+			pol:  registry.Policy{ConsecutiveFailures: 5, OpenFor: 10 * s, NoJitter: true},
+			steps: []step{
+				{0, admit("a"), want{state: closed}},
+				{0, doneHint("a", failure, 30*s), want{state: closed}},
+				{0, call(success), want{state: closed}},
+				{0, calls(4, failure), want{state: closed}},
+				{1 * s, call(failure), want{state: open, retry: 10 * s}}, // the policy's hold, 29s before
 			},
 		},
 		{

@@ -21,7 +21,10 @@ import (
 // Mapping routes tools to a dependency: several tools on one backend share
 // one breaker.
 type Mapping struct {
-	// Tools are tool names or path.Match patterns ("billing_*").
+	// Tools are tool names or path.Match patterns ("billing_*"). A pattern
+	// never captures the tools ADK v2 installs to delegate to a task-mode or
+	// single_turn sub-agent, nor finish_task: only their exact name maps
+	// one.
 	Tools []string `json:"tools" yaml:"tools"`
 	// Dependency is the configured dependency key.
 	Dependency registry.Key `json:"dependency" yaml:"dependency"`
@@ -346,7 +349,9 @@ func (r *resolver) protection(t tool.Tool) (bd *binding, protected, shadow bool)
 
 // framework reports whether t is one of ADK's own tools that delegate to a
 // sub-agent or end a task (adkctx.FrameworkTool: ADK v2's task and
-// single_turn agent tools, finish_task) and no mapping names it. Such a tool
+// single_turn agent tools, finish_task) and no mapping names it exactly (a
+// pattern such as "*" or "*_task" never captures one: a catch-all mapping
+// must not turn a sub-agent back into a dependency). Such a tool
 // is no dependency of its own, as an agent tool is not (see mapped): the
 // sub-agent runs in the caller's invocation, under the same plugin, and its
 // tools and model calls meet their breakers there; a breaker around the
@@ -354,7 +359,11 @@ func (r *resolver) protection(t tool.Tool) (bd *binding, protected, shadow bool)
 // dependencies' failures to it, and hide their breakers; and finish_task
 // only ends a task. ADK v1 has none (false, inlined away).
 func (r *resolver) framework(t tool.Tool) bool {
-	return adkctx.FrameworkTool(t) && !r.mapped(t.Name())
+	if !adkctx.FrameworkTool(t) {
+		return false
+	}
+	_, named := r.exact[t.Name()]
+	return !named
 }
 
 // frameworkBinding is the binding of one of ADK's own tools (framework): no

@@ -53,7 +53,9 @@ func (h *Handler) OnEvent(_ agent.InvocationContext, ev *session.Event) (*sessio
 //
 // An end that covers only one branch (the repeated-call guard ended a
 // ParallelAgent branch's loop) is remembered for that agent and branch
-// only: the siblings go on.
+// only: the siblings go on. Once the whole run ends, an agent that read its
+// branch's end reads the run's final answer from then on (its reads count
+// together).
 type turnEnds struct {
 	n  atomic.Int64 // runs held
 	mu sync.Mutex
@@ -108,9 +110,11 @@ func (e *turnEnds) end(ctx agent.ReadonlyContext, rk runKey, whole bool, resp *m
 }
 
 // check answers a model call of run from ctx's agent: the final answer it
-// read again when that agent (in its branch) already read one, and
-// ErrTurnEnded once it read it maxFinalReads times; the run's final answer
-// when the whole run ended; done is false otherwise (the call goes on).
+// read again when that agent (in its branch) already read one — the whole
+// run's once the run ended, even when the agent read its branch's end
+// before — and ErrTurnEnded once it read maxFinalReads final answers; the
+// run's final answer when the whole run ended; done is false otherwise (the
+// call goes on).
 func (e *turnEnds) check(ctx agent.ReadonlyContext, run string) (resp *model.LLMResponse, err error, done bool) {
 	if e.n.Load() == 0 {
 		return nil, nil, false
@@ -127,6 +131,9 @@ func (e *turnEnds) check(ctx agent.ReadonlyContext, run string) (resp *model.LLM
 			return nil, ErrTurnEnded, true
 		}
 		r.n++
+		if te.whole {
+			r.resp = te.resp // a branch's end read before the whole run ended: the run's answer now
+		}
 		return cloneFinal(r.resp), nil, true
 	}
 	if !te.whole {

@@ -86,8 +86,9 @@ func WithClock(c registry.Clock) Option {
 
 // WithHealthCheck registers a cheap health check of dependency dep (a
 // ping, a status endpoint): half-open probes run it instead of a user's
-// call, which is refused with half_open_busy until the check's timeout
-// (registry option; see registry.HealthCheck).
+// call, which is refused with half_open_busy and the time the check is
+// expected to take, at most its timeout (registry option; see
+// registry.HealthCheck).
 func WithHealthCheck(dep registry.Key, check registry.HealthCheck) Option {
 	return optionFunc(func(s *settings) { s.regOpts = append(s.regOpts, registry.WithHealthCheck(dep, check)) })
 }

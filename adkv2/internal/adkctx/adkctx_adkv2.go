@@ -39,14 +39,19 @@ func Tool(v any) (agent.Context, bool) {
 // dependency of its own: the sub-agent's calls meet their breakers inside,
 // in the same invocation.
 //
-// The answer is remembered per dynamic type (up to maxSeenTypes of them):
-// a tool's type is compared with a few remembered ones, its name is read
-// once.
+// A type is recognised by its package path (ADK v2's
+// internal/workflowinternal) and name, so a type of the same name elsewhere
+// is not one. The answer is remembered per dynamic type (up to maxSeenTypes
+// of them): a tool's type word is compared with a few remembered ones, and
+// its path and name are read once. (The word is read through unsafe, as
+// reflect.TypeOf reads it: comparing reflect.Type values instead calls the
+// runtime's interface comparison for each remembered type, which doubles
+// the cost of this check on every tool call, 7.7 → 14.5 ns.)
 func FrameworkTool(t any) bool {
 	if t == nil {
 		return false
 	}
-	tw := (*[2]unsafe.Pointer)(unsafe.Pointer(&t))[0] // the dynamic type's word, as reflect.TypeOf reads it
+	tw := (*[2]unsafe.Pointer)(unsafe.Pointer(&t))[0] // the dynamic type's word
 	cur := seenTypes.Load()
 	if cur != nil {
 		for _, k := range *cur {
@@ -55,7 +60,7 @@ func FrameworkTool(t any) bool {
 			}
 		}
 	}
-	fw := frameworkTypeName(reflect.TypeOf(t).String())
+	fw := frameworkType(reflect.TypeOf(t))
 	if cur == nil || len(*cur) < maxSeenTypes {
 		var next []seenType
 		if cur != nil {
@@ -67,9 +72,17 @@ func FrameworkTool(t any) bool {
 	return fw
 }
 
-func frameworkTypeName(name string) bool {
-	switch name {
-	case "*workflowinternal.TaskAgentTool", "*workflowinternal.SingleTurnTool", "*workflowinternal.FinishTaskTool":
+// workflowInternal is the package of ADK v2's framework tools.
+const workflowInternal = "google.golang.org/adk/v2/internal/workflowinternal"
+
+// frameworkType reports whether t is a pointer to one of ADK v2's
+// framework tool types.
+func frameworkType(t reflect.Type) bool {
+	if t.Kind() != reflect.Pointer || t.Elem().PkgPath() != workflowInternal {
+		return false
+	}
+	switch t.Elem().Name() {
+	case "TaskAgentTool", "SingleTurnTool", "FinishTaskTool":
 		return true
 	}
 	return false
