@@ -26,14 +26,17 @@ func (m *Model) refused(ep *endpoint, d registry.Decision) (Reason, time.Duratio
 
 // probeWait caps w (the breaker's wait for its probe: its expected
 // remaining time, or its remaining lease) by what remains of the in-flight
-// probe's current deadline, when one is known.
+// probe's current deadline, when one is known — but never below
+// registry.MinProbeRetryAfter (or w, if shorter): a probe past its deadline
+// whose cut has not landed yet still answers within moments, and a wait of
+// 0 would tell the model to retry at once.
 func (ep *endpoint) probeWait(clk registry.Clock, w time.Duration) time.Duration {
 	due := ep.probeDue.Load()
 	if due == 0 || w <= 0 || w == registry.UntilReset {
 		return w
 	}
 	left := time.Duration(due - clk.Now().UnixNano())
-	return min(w, max(left, 0))
+	return max(min(w, left), min(w, registry.MinProbeRetryAfter))
 }
 
 // probeStarted records an admitted probe's first deadline: the earliest of

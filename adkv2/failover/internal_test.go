@@ -14,6 +14,7 @@ import (
 
 	"github.com/adkbreaker/adkbreaker/config"
 	"github.com/adkbreaker/adkbreaker/internal/retryafter"
+	"github.com/adkbreaker/adkbreaker/registry"
 )
 
 func TestBuildGeminiRedactsTheKey(t *testing.T) {
@@ -96,5 +97,29 @@ func TestLimiter(t *testing.T) {
 	}
 	if ok, _ := l.Allow(limKey{a: "y"}.String(), t0.Add(time.Second)); !ok {
 		t.Error("keys are limited together")
+	}
+}
+
+// TestProbeWaitNeverZero: a probe past its deadline whose cut has not
+// landed yet is still waited for (at least registry.MinProbeRetryAfter, or
+// the breaker's own wait if shorter), never 0; before its deadline the wait
+// is capped by what is left of it.
+func TestProbeWaitNeverZero(t *testing.T) {
+	now := time.Unix(1000, 0)
+	clk := registry.ClockFunc(func() time.Time { return now })
+	ep := &endpoint{}
+	ep.probeDue.Store(now.Add(-time.Second).UnixNano()) // the deadline passed
+	if got := ep.probeWait(clk, 5*time.Minute); got != registry.MinProbeRetryAfter {
+		t.Errorf("past the deadline: wait %s, want %s", got, registry.MinProbeRetryAfter)
+	}
+	if got := ep.probeWait(clk, 300*time.Millisecond); got != 300*time.Millisecond {
+		t.Errorf("past the deadline, breaker's wait 300ms: wait %s, want 300ms", got)
+	}
+	ep.probeDue.Store(now.Add(10 * time.Second).UnixNano())
+	if got := ep.probeWait(clk, 5*time.Minute); got != 10*time.Second {
+		t.Errorf("10s before the deadline: wait %s, want 10s", got)
+	}
+	if got := ep.probeWait(clk, 2*time.Second); got != 2*time.Second {
+		t.Errorf("breaker's wait 2s, 10s before the deadline: wait %s, want 2s", got)
 	}
 }
