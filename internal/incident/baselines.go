@@ -141,25 +141,31 @@ func RunBaselines(size BaselineSize, configs []Baseline, replay func(j int, sc B
 			})
 		}
 	}
-	errs := make([]error, len(jobs))
+	if err := runJobs(len(jobs), func(k int) error { return jobs[k]() }); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// runJobs runs job(0) … job(n-1) on GOMAXPROCS workers and joins their
+// errors.
+func runJobs(n int, job func(k int) error) error {
+	errs := make([]error, n)
 	next := make(chan int)
 	var wg sync.WaitGroup
 	for range runtime.GOMAXPROCS(0) {
 		wg.Go(func() {
 			for k := range next {
-				errs[k] = jobs[k]()
+				errs[k] = job(k)
 			}
 		})
 	}
-	for k := range jobs {
+	for k := range n {
 		next <- k
 	}
 	close(next)
 	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	return out, nil
+	return errors.Join(errs...)
 }
 
 // TailGuard is a configuration's breaker in the false-trip benchmark.

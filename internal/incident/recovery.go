@@ -1,11 +1,9 @@
 package incident
 
 import (
-	"errors"
 	"fmt"
 	"io"
 	"math/rand/v2"
-	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -164,23 +162,13 @@ func RunRecovery(step time.Duration, configs []RecoveryConfig) (*RecoveryResults
 			jobs = append(jobs, job{i, k})
 		}
 	}
-	errs := make([]error, len(jobs))
-	next := make(chan int)
-	var wg sync.WaitGroup
-	for range runtime.GOMAXPROCS(0) {
-		wg.Go(func() {
-			for n := range next {
-				j := jobs[n]
-				out.Runs[j.i][j.k], errs[n] = runRecovery(configs[j.i], lengths[j.k])
-			}
-		})
-	}
-	for n := range jobs {
-		next <- n
-	}
-	close(next)
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	err := runJobs(len(jobs), func(n int) error {
+		j := jobs[n]
+		var err error
+		out.Runs[j.i][j.k], err = runRecovery(configs[j.i], lengths[j.k])
+		return err
+	})
+	if err != nil {
 		return nil, err
 	}
 	return out, nil
