@@ -30,7 +30,7 @@ import (
 // soakInvocations is the issue's figure, 100,000; SOAK_INVOCATIONS
 // overrides it, -short runs a tenth and the race detector a fifth (the
 // race detector finds the same races in 20,000 invocations, at a tenth of
-// the speed; CI runs the full figure again without it, on ADK v2's line).
+// the speed; `go test` without it runs the full figure).
 func soakInvocations(t *testing.T) int {
 	if v := os.Getenv("SOAK_INVOCATIONS"); v != "" {
 		n, err := strconv.Atoi(v)
